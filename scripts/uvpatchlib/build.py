@@ -1,0 +1,200 @@
+"""Configuring and building with CMake's Ninja generator.
+
+Each variant (target, patched or base, config) has its own folder under
+out/build/, with two CMake projects: libuv itself (its static library and
+test runner) and tests/regress, linked against that library.
+"""
+
+import glob
+import json
+import os
+import platform
+import shutil
+
+from . import proc
+from .apply import apply_series, export_base
+from .errors import UvPatchError, EXIT_FAILURE, EXIT_USAGE
+from .fsutil import write_atomic
+
+CONFIGS = {
+    "Release": {"build_type": "Release", "cflags": ""},
+    "Debug": {"build_type": "Debug", "cflags": ""},
+    "asan": {"build_type": "Debug",
+             "cflags": "-fsanitize=address -fno-omit-frame-pointer"},
+    "ubsan": {"build_type": "Debug",
+              "cflags": "-fsanitize=undefined -fno-sanitize-recover=all"},
+}
+TARGETS = ("native", "linux", "windows")
+
+
+def host_target():
+    return "windows" if platform.system() == "Windows" else "linux"
+
+
+def resolve_target(target):
+    if target in (None, "native"):
+        return host_target()
+    if target not in TARGETS:
+        raise UvPatchError("unknown target %r" % target,
+                           hint="use one of: %s" % ", ".join(TARGETS),
+                           status=EXIT_USAGE)
+    if target == "linux" and platform.system() != "Linux":
+        raise UvPatchError("--target linux builds natively on Linux only",
+                           hint="use --target native on this system",
+                           status=EXIT_USAGE)
+    return target
+
+
+def cross_windows():
+    """True when the Windows target is cross-built with mingw-w64."""
+    return platform.system() != "Windows"
+
+
+def toolchain_file(root):
+    return os.path.join(root, "ci", "mingw-w64-x86_64.cmake")
+
+
+def windows_toolchain_missing():
+    """Why the mingw-w64 cross build cannot run here, or None."""
+    if not cross_windows():
+        return None
+    if shutil.which("x86_64-w64-mingw32-gcc") is None:
+        return "x86_64-w64-mingw32-gcc not found (apt-get install " \
+               "gcc-mingw-w64-x86-64)"
+    return None
+
+
+class Variant:
+    """One build folder: target x patched/base x config."""
+
+    def __init__(self, root, out, target, patched, config):
+        self.root = root
+        self.out = out
+        self.target = target
+        self.patched = patched
+        self.config = config
+        name = "%s-%s-%s" % (target, "patched" if patched else "base",
+                             config)
+        self.dir = os.path.join(out, "build", name)
+        self.libuv_dir = os.path.join(self.dir, "libuv")
+        self.regress_dir = os.path.join(self.dir, "regress")
+        self.source = os.path.join(out, "src" if patched else "base")
+        self.name = name
+
+    @property
+    def exe_suffix(self):
+        return ".exe" if self.target == "windows" else ""
+
+    def runner(self):
+        return os.path.join(self.libuv_dir, "uv_run_tests_a"
+                            + self.exe_suffix)
+
+    def program(self, name):
+        return os.path.join(self.regress_dir, name + self.exe_suffix)
+
+    def library(self):
+        for pattern in ("libuv.a", "uv.a", "libuv.lib", "uv_a.lib"):
+            found = glob.glob(os.path.join(self.libuv_dir, pattern)) + \
+                glob.glob(os.path.join(self.libuv_dir, "*", pattern))
+            if found:
+                return found[0]
+        raise UvPatchError("no static libuv in %s" % self.libuv_dir,
+                           status=EXIT_FAILURE)
+
+
+def _common_args(variant):
+    cfg = CONFIGS[variant.config]
+    args = ["-G", "Ninja", "-DCMAKE_BUILD_TYPE=" + cfg["build_type"]]
+    if cfg["cflags"]:
+        args += ["-DCMAKE_C_FLAGS=" + cfg["cflags"],
+                 "-DCMAKE_EXE_LINKER_FLAGS=" + cfg["cflags"]]
+    if variant.target == "windows" and cross_windows():
+        args.append("-DCMAKE_TOOLCHAIN_FILE="
+                    + toolchain_file(variant.root))
+    return args
+
+
+def _configure(source, build_dir, args):
+    """Runs cmake only when the folder is new or its arguments changed;
+    otherwise ninja re-runs cmake itself if a CMakeLists.txt changed."""
+    stamp = os.path.join(build_dir, "uvpatch-configure.json")
+    wanted = {"source": os.path.abspath(source), "args": args}
+    try:
+        with open(stamp, encoding="utf-8") as f:
+            if json.load(f) == wanted and os.path.isfile(
+                    os.path.join(build_dir, "build.ninja")):
+                return
+    except (OSError, ValueError):
+        pass
+    os.makedirs(build_dir, exist_ok=True)
+    proc.run(["cmake", "-S", source, "-B", build_dir] + args,
+             capture=not proc.VERBOSE, what="cmake (configure %s)"
+             % os.path.basename(build_dir))
+    write_atomic(stamp, json.dumps(wanted) + "\n")
+
+
+def _ninja(build_dir, targets=()):
+    res = proc.run(["ninja", "-C", build_dir] + list(targets),
+                   capture=True, check=False, what="ninja")
+    if res.returncode != 0:
+        tail = "\n".join((res.stdout + res.stderr).strip()
+                         .splitlines()[-30:])
+        raise UvPatchError("ninja failed with exit status %d: ninja -C %s "
+                           "%s\n%s" % (res.returncode, build_dir,
+                                       " ".join(targets), tail),
+                           hint="fix the error shown above; `scripts/uvpatch "
+                                "-v build` shows every command",
+                           status=EXIT_FAILURE)
+    if proc.VERBOSE:
+        print(res.stdout, end="", flush=True)
+    return "no work to do" not in res.stdout
+
+
+def build_variant(manifest, out, target="native", patched=True,
+                  config="Release", source=None, discard=False):
+    target = resolve_target(target)
+    if config not in CONFIGS:
+        raise UvPatchError("unknown config %r" % config,
+                           hint="use one of: %s" % ", ".join(CONFIGS),
+                           status=EXIT_USAGE)
+    if target == "windows":
+        missing = windows_toolchain_missing()
+        if missing:
+            raise UvPatchError("cannot build for Windows: " + missing,
+                               hint="see README.md, Prerequisites",
+                               status=EXIT_FAILURE)
+    root = manifest.root
+    apply_series(manifest, out, source=source, discard=discard)
+    if not patched:
+        export_base(out)
+    variant = Variant(root, out, target, patched, config)
+    proc.step("build %s" % variant.name)
+    args = _common_args(variant)
+    _configure(variant.source, variant.libuv_dir,
+               args + ["-DBUILD_TESTING=ON", "-DLIBUV_BUILD_BENCH=OFF"])
+    did = _ninja(variant.libuv_dir, ["uv_a", "uv_run_tests_a"])
+    _configure(os.path.join(root, "tests", "regress"), variant.regress_dir,
+               args + ["-DUV_SOURCE_DIR=" + os.path.abspath(variant.source),
+                       "-DUV_LIBRARY=" + os.path.abspath(variant.library())])
+    did = _ninja(variant.regress_dir) or did
+    proc.note("%s: %s" % (variant.name, "built" if did else "up to date"))
+    return variant
+
+
+def install(variant, prefix):
+    """Copies the headers and the static library into ``prefix``."""
+    include = os.path.join(variant.source, "include")
+    dest_inc = os.path.join(prefix, "include")
+    dest_lib = os.path.join(prefix, "lib")
+    os.makedirs(dest_lib, exist_ok=True)
+    for folder, _, files in os.walk(include):
+        rel = os.path.relpath(folder, include)
+        os.makedirs(os.path.join(dest_inc, rel), exist_ok=True)
+        for name in files:
+            if name.endswith(".h"):
+                shutil.copy2(os.path.join(folder, name),
+                             os.path.join(dest_inc, rel, name))
+    lib = variant.library()
+    shutil.copy2(lib, os.path.join(dest_lib, os.path.basename(lib)))
+    proc.note("installed include/ and lib/%s in %s"
+              % (os.path.basename(lib), prefix))

@@ -1,0 +1,102 @@
+"""File-system helpers that never leave a half-written result."""
+
+import errno
+import os
+import shutil
+import tempfile
+
+from .errors import UvPatchError, EXIT_STATE
+
+
+def write_atomic(path, data):
+    """Writes ``data`` (str or bytes) to ``path`` through a rename."""
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data.encode("utf-8") if isinstance(data, str) else data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        _unlink_quietly(tmp)
+        raise
+
+
+def _unlink_quietly(path):
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def remove_tree(path):
+    if os.path.islink(path) or os.path.isfile(path):
+        os.unlink(path)
+    elif os.path.isdir(path):
+        shutil.rmtree(path)
+
+
+def replace_dir(new, dest):
+    """Moves the finished folder ``new`` to ``dest``, replacing any old one.
+
+    The old folder is renamed aside first, so ``dest`` holds either the
+    old or the new content at every moment a crash could happen.
+    """
+    old = dest + ".old"
+    remove_tree(old)
+    if os.path.lexists(dest):
+        os.rename(dest, old)
+    os.rename(new, dest)
+    remove_tree(old)
+
+
+def recover_dir(dest):
+    """Puts back ``dest`` if a crash came between the two renames."""
+    old = dest + ".old"
+    if not os.path.lexists(dest) and os.path.isdir(old):
+        os.rename(old, dest)
+
+
+def _lock_fd(fd):
+    """Takes an exclusive lock without waiting; OSError if it is held.
+    The kernel drops it when the process dies, so no stale lock remains."""
+    if os.name == "nt":
+        import msvcrt
+        msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+    else:
+        import fcntl
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+class Lock:
+    """An exclusive lock on a folder, so two runs never share out/."""
+
+    def __init__(self, folder, what):
+        self.path = os.path.join(folder, ".uvpatch.lock")
+        self.what = what
+        self.fd = None
+
+    def __enter__(self):
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            _lock_fd(self.fd)
+        except OSError as e:
+            os.close(self.fd)
+            self.fd = None
+            if e.errno in (errno.EAGAIN, errno.EACCES, errno.EDEADLK):
+                raise UvPatchError(
+                    "another uvpatch command is using %s"
+                    % os.path.dirname(self.path),
+                    hint="wait for it to finish, or use --out DIR for a "
+                         "separate work folder", status=EXIT_STATE)
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+        return False

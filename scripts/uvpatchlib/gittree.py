@@ -1,0 +1,62 @@
+"""Git object ids of a plain directory, computed without git.
+
+The pinned tree id is the one fact every source must agree on: a git
+checkout, a tarball and a cache entry are all verified by hashing what
+they hold exactly as ``git add -A -f && git write-tree`` would.
+"""
+
+import hashlib
+import os
+import stat
+
+
+def _object_id(kind, data):
+    header = b"%s %d\0" % (kind, len(data))
+    return hashlib.sha1(header + data).digest()
+
+
+def _entry_sort_key(entry):
+    # Git sorts tree entries by name, with directories compared as if
+    # their name ended in '/'.
+    name, mode = entry[0], entry[1]
+    return name + b"/" if mode == b"40000" else name
+
+
+def _hash_dir(path, skip_git):
+    entries = []
+    with os.scandir(path) as it:
+        for dirent in it:
+            name = os.fsencode(dirent.name)
+            if skip_git and name == b".git":
+                continue
+            st = dirent.stat(follow_symlinks=False)
+            if stat.S_ISLNK(st.st_mode):
+                target = os.fsencode(os.readlink(dirent.path))
+                entries.append((name, b"120000", _object_id(b"blob", target)))
+            elif stat.S_ISDIR(st.st_mode):
+                sub = _hash_dir(dirent.path, False)
+                if sub is not None:  # git does not record empty folders
+                    entries.append((name, b"40000", sub))
+            elif stat.S_ISREG(st.st_mode):
+                with open(dirent.path, "rb") as f:
+                    blob = _object_id(b"blob", f.read())
+                mode = b"100755" if st.st_mode & stat.S_IXUSR else b"100644"
+                entries.append((name, mode, blob))
+            # Sockets, fifos and devices have no place in a source tree;
+            # git ignores them too.
+    if not entries:
+        return None
+    entries.sort(key=_entry_sort_key)
+    body = b"".join(mode + b" " + name + b"\0" + oid
+                    for name, mode, oid in entries)
+    return _object_id(b"tree", body)
+
+
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+
+
+def tree_id(path):
+    """The git tree id of the directory ``path`` (a top-level .git is
+    left out, as git itself does)."""
+    oid = _hash_dir(path, True)
+    return oid.hex() if oid is not None else EMPTY_TREE

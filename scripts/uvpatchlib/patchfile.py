@@ -1,0 +1,87 @@
+"""Reading a `git format-patch` file: its header, message and hunks."""
+
+import re
+
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+_DIFF = re.compile(r"^diff --git a/(.*) b/(.*)$")
+
+
+class Hunk:
+    def __init__(self, path, number, header, old_start, new_start):
+        self.path = path
+        self.number = number          # 1-based, within its file
+        self.header = header          # the whole @@ line
+        self.old_start = old_start
+        self.new_start = new_start
+
+
+class Patch:
+    def __init__(self, text):
+        self.text = text
+        self.lines = text.split("\n")
+        self.hunks = []
+        self.files = []
+        self.subject = ""
+        self._parse()
+
+    def _parse(self):
+        path = None
+        count = 0
+        in_header = True
+        subject = []
+        for line in self.lines:
+            if in_header:
+                if line == "":
+                    in_header = False
+                elif line.startswith("Subject: "):
+                    subject = [line[len("Subject: "):]]
+                elif line.startswith(" ") and subject:
+                    subject.append(line.strip())  # a folded header line
+                continue
+            m = _DIFF.match(line)
+            if m:
+                path = m.group(2)
+                self.files.append(path)
+                count = 0
+                continue
+            m = _HUNK.match(line)
+            if m and path is not None:
+                count += 1
+                self.hunks.append(Hunk(path, count, line,
+                                       int(m.group(1)), int(m.group(3))))
+        text = " ".join(subject)
+        self.subject = re.sub(r"^\[PATCH[^\]]*\]\s*", "", text)
+
+    def hunk_at(self, path, old_line):
+        """The hunk of ``path`` whose old range starts at ``old_line``."""
+        for hunk in self.hunks:
+            if hunk.path == path and hunk.old_start == old_line:
+                return hunk
+        return None
+
+    def hunk_ranges(self):
+        return [(h.path, _range(h.header)) for h in self.hunks]
+
+    def message(self):
+        """The commit message body: between the header and ``---``."""
+        out = []
+        started = False
+        for line in self.lines:
+            if not started:
+                if line == "":
+                    started = True
+                continue
+            if line == "---":
+                break
+            out.append(line)
+        return out
+
+
+def _range(header):
+    m = _HUNK.match(header)
+    return (int(m.group(1)), int(m.group(2) or 1),
+            int(m.group(3)), int(m.group(4) or 1))
+
+
+def hunk_ranges_of_diff(text):
+    return Patch(text).hunk_ranges()

@@ -1,0 +1,89 @@
+"""Progress lines and subprocesses, reported the same way everywhere."""
+
+import os
+import shlex
+import subprocess
+import sys
+
+from .errors import UvPatchError, EXIT_FAILURE
+
+VERBOSE = False
+
+
+def step(text):
+    """A top-level step: ``=== fetch``."""
+    print("=== " + text, file=sys.stderr, flush=True)
+
+
+def note(text):
+    """A detail of the current step: ``--- verified tree 2a518b5``."""
+    print("--- " + text, file=sys.stderr, flush=True)
+
+
+def show_command(cmd, cwd=None):
+    if VERBOSE:
+        where = " (in %s)" % cwd if cwd else ""
+        print("+ " + shlex.join(str(c) for c in cmd) + where,
+              file=sys.stderr, flush=True)
+
+
+def run(cmd, cwd=None, env=None, capture=False, check=True, input=None,
+        timeout=None, what=None):
+    """Runs ``cmd``; a non-zero status raises UvPatchError naming it.
+
+    With ``capture`` the output is returned (stdout and stderr kept apart);
+    otherwise it goes to our stderr, so stdout stays for results.
+    """
+    cmd = [str(c) for c in cmd]
+    show_command(cmd, cwd)
+    full_env = None
+    if env is not None:
+        full_env = dict(os.environ)
+        full_env.update(env)
+    try:
+        proc = subprocess.run(
+            cmd, cwd=cwd, env=full_env, input=input, timeout=timeout,
+            stdout=subprocess.PIPE if capture else sys.stderr,
+            stderr=subprocess.PIPE if capture else None,
+            text=True)
+    except FileNotFoundError:
+        raise UvPatchError("%s: command not found" % cmd[0],
+                           hint="install %s (see README.md, "
+                                "Prerequisites)" % cmd[0])
+    except subprocess.TimeoutExpired:
+        raise UvPatchError("%s timed out after %s s: %s"
+                           % (what or cmd[0], timeout, shlex.join(cmd)),
+                           hint="check that it is not waiting for input or "
+                                "the network")
+    if check and proc.returncode != 0:
+        detail = ""
+        if capture and proc.stderr.strip():
+            detail = "\n" + proc.stderr.strip()
+        raise UvPatchError(
+            "%s failed with exit status %d: %s%s"
+            % (what or cmd[0], proc.returncode, shlex.join(cmd), detail),
+            hint="run the command by hand to see all of its output",
+            status=EXIT_FAILURE)
+    return proc
+
+
+def git(args, cwd=None, capture=True, check=True, env=None, input=None):
+    """Runs git with a fixed, reproducible identity and no user config."""
+    fixed = {
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_AUTHOR_NAME": "uvpatch",
+        "GIT_AUTHOR_EMAIL": "uvpatch@invalid",
+        "GIT_COMMITTER_NAME": "uvpatch",
+        "GIT_COMMITTER_EMAIL": "uvpatch@invalid",
+        "LC_ALL": "C",
+    }
+    if env:
+        fixed.update(env)
+    return run(["git"] + list(args), cwd=cwd, capture=capture, check=check,
+               env=fixed, input=input, what="git " + args[0])
+
+
+def git_out(args, cwd=None, env=None):
+    return git(args, cwd=cwd, env=env).stdout.strip()

@@ -1,0 +1,337 @@
+"""The test command: the tool's unit tests, the regression programs
+(patched, and the proofs on the base), and libuv's own suite.
+
+Every result is one line on stdout: ``PASS name``, ``FAIL name: why`` or
+``SKIP name: why``; the run ends with ``N passed, N failed[, N skipped]``.
+"""
+
+import glob
+import os
+import platform
+import shutil
+import subprocess
+import sys
+
+from . import proc
+from .build import (build_variant, host_target, windows_toolchain_missing,
+                    cross_windows)
+from .errors import UvPatchError, EXIT_FAILURE
+
+CASE_TIMEOUT = 60
+LIBUV_TEST_TIMEOUT = 120
+# libuv's own tests that the default run takes: those of the code the
+# series touches.
+LIBUV_SELECTION = ("udp_", "timer", "loop_", "hrtime", "metrics_")
+
+
+class Tally:
+    def __init__(self):
+        self.passed = self.failed = self.skipped = 0
+        self.failures = []
+
+    def result(self, status, name, why=""):
+        if status == "PASS":
+            self.passed += 1
+        elif status == "FAIL":
+            self.failed += 1
+            self.failures.append(name)
+        else:
+            self.skipped += 1
+        line = "%s %s" % (status, name)
+        if why:
+            line += ": " + why
+        print(line, flush=True)
+
+    def info(self, text):
+        print("     " + text, flush=True)
+
+    def summary(self):
+        line = "%d passed, %d failed" % (self.passed, self.failed)
+        if self.skipped:
+            line += ", %d skipped" % self.skipped
+        return line
+
+
+class Runner:
+    """How to run a built program for a target: natively or under Wine."""
+
+    def __init__(self, target):
+        self.target = target
+        self.wine = None
+        self.env = dict(os.environ)
+        if hasattr(os, "geteuid") and os.geteuid() == 0:
+            self.env["UV_RUN_AS_ROOT"] = "1"
+        if target == "windows" and cross_windows():
+            self.wine = shutil.which("wine64") or shutil.which("wine")
+            self.env["WINEDEBUG"] = "-all"
+            self.env.setdefault("WINEPREFIX", os.path.join(
+                os.path.expanduser("~"), ".cache", "uvpatch", "wineprefix"))
+
+    @property
+    def under_wine(self):
+        return self.wine is not None
+
+    def command(self, exe, args):
+        return ([self.wine] if self.wine else []) + [exe] + list(args)
+
+    def run(self, exe, args, cwd=None, timeout=CASE_TIMEOUT):
+        cmd = self.command(exe, args)
+        proc.show_command(cmd, cwd)
+        try:
+            res = subprocess.run(cmd, cwd=cwd, env=self.env, timeout=timeout,
+                                 stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True,
+                                 errors="replace")
+        except subprocess.TimeoutExpired as e:
+            return None, _text(e.stdout), _text(e.stderr)
+        return res.returncode, res.stdout, res.stderr
+
+    def start(self):
+        if self.wine:
+            # One wineserver for the whole run: starting it per program
+            # would cost seconds each.
+            server = shutil.which("wineserver")
+            if server:
+                subprocess.Popen([server, "-p"], env=self.env)
+            self.run(self.wine, ["cmd", "/c", "exit"], timeout=300)
+
+    def stop(self):
+        if self.wine and shutil.which("wineserver"):
+            subprocess.run([shutil.which("wineserver"), "-k"], env=self.env,
+                           stderr=subprocess.DEVNULL)
+
+
+def _text(data):
+    if data is None:
+        return ""
+    return data.decode(errors="replace") if isinstance(data, bytes) else data
+
+
+def _status_name(code):
+    if code is None:
+        return "timed out after %d s" % CASE_TIMEOUT
+    if code < 0:
+        return "killed by signal %d" % -code
+    return "exit status %d" % code
+
+
+def run_tool_tests(root, tally):
+    proc.step("tool unit tests")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.path.join(root, "scripts")
+    res = subprocess.run([sys.executable, "-m", "uvpatchlib.pyunit",
+                          os.path.join(root, "tests", "tool")],
+                         env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, cwd=root)
+    seen = _report_lines(res.stdout, tally, "")
+    if res.returncode != 0 and not tally.failed:
+        tally.result("FAIL", "tool unit tests",
+                     "runner exited with %d: %s" % (res.returncode,
+                                                    res.stderr[-800:]))
+    elif res.returncode != 0:
+        sys.stderr.write(res.stderr)
+    if not seen:
+        tally.result("FAIL", "tool unit tests", "no test ran")
+
+
+def _report_lines(stdout, tally, prefix):
+    """Turns harness lines (ok/not ok/skip NAME[: why]) into results."""
+    count = 0
+    for line in stdout.splitlines():
+        for marker, status in (("ok ", "PASS"), ("not ok ", "FAIL"),
+                               ("skip ", "SKIP")):
+            if line.startswith(marker):
+                rest = line[len(marker):]
+                name, _, why = rest.partition(": ")
+                tally.result(status, prefix + name, why)
+                count += 1
+                break
+    return count
+
+
+def regress_programs(root):
+    return sorted(os.path.splitext(os.path.basename(p))[0]
+                  for p in glob.glob(os.path.join(root, "tests", "regress",
+                                                  "*.c")))
+
+
+def _one_line(text):
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return lines[-1] if lines else ""
+
+
+def run_case(runner, variant, program, case):
+    """Returns (status, why) for one case, in a process of its own."""
+    code, out, err = runner.run(variant.program(program), [case])
+    for line in out.splitlines():
+        if line.startswith("ok "):
+            return "PASS", ""
+        if line.startswith("skip "):
+            return "SKIP", line.partition(": ")[2]
+        if line.startswith("not ok "):
+            return "FAIL", line.partition(": ")[2]
+    return "FAIL", "%s, no result line; %s" % (_status_name(code),
+                                               _one_line(err)[:300])
+
+
+def list_cases(runner, variant, program):
+    code, out, err = runner.run(variant.program(program), ["--list"])
+    if code != 0:
+        raise UvPatchError("%s --list failed (%s): %s"
+                           % (variant.program(program), _status_name(code),
+                              _one_line(err)), status=EXIT_FAILURE)
+    return [ln.strip() for ln in out.splitlines() if ln.strip()]
+
+
+def proofs_for(manifest, target):
+    """{program/case: (patch file, native_only)} for this target."""
+    wanted = {}
+    for entry in manifest.series:
+        for proof in entry.get("proof", []):
+            if proof["target"] == target:
+                for case in proof["cases"]:
+                    wanted[case] = (entry["file"],
+                                    proof.get("native_only", False))
+    return wanted
+
+
+def run_regress(manifest, patched, base, runner, tally):
+    target = patched.target
+    proc.step("regression programs (%s)" % target)
+    proofs = proofs_for(manifest, target)
+    found = set()
+    for program in regress_programs(manifest.root):
+        for case in list_cases(runner, patched, program):
+            name = "%s/%s" % (program, case)
+            found.add(name)
+            status, why = run_case(runner, patched, program, case)
+            tally.result(status, "%s regress %s" % (target, name), why)
+            base_status, base_why = run_case(runner, base, program, case)
+            if name in proofs:
+                patch, native_only = proofs[name]
+                label = "%s proof %s (%s)" % (target, name, patch)
+                if native_only and runner.under_wine:
+                    tally.result("SKIP", label, "under Wine the base "
+                                 "already behaves; the proof runs on real "
+                                 "Windows (ci/github workflow)")
+                elif base_status == "FAIL":
+                    tally.result("PASS", label, "fails on the unpatched "
+                                 "base: " + base_why)
+                else:
+                    tally.result("FAIL", label, "the unpatched base gives "
+                                 "%s, so the test cannot show the defect"
+                                 % base_status)
+            else:
+                tally.info("base: %s %s%s" % (base_status.lower(), name,
+                                              ": " + base_why if base_why
+                                              else ""))
+    for name in sorted(set(proofs) - found):
+        tally.result("FAIL", "%s proof %s" % (target, name),
+                     "deps.json names a case that does not exist")
+
+
+def _libuv_tests(runner, variant):
+    code, out, err = runner.run(variant.runner(), ["--list"],
+                                cwd=variant.source)
+    if code != 0:
+        raise UvPatchError("libuv's runner --list failed (%s): %s"
+                           % (_status_name(code), _one_line(err)),
+                           status=EXIT_FAILURE)
+    # Lines are "name" or "name   (helpers: ...)".
+    return [ln.split()[0] for ln in out.splitlines() if ln.strip()]
+
+
+def _libuv_run(runner, variant, test):
+    code, out, err = runner.run(variant.runner(), [test], cwd=variant.source,
+                                timeout=LIBUV_TEST_TIMEOUT)
+    text = out + err
+    if code == 0:
+        for line in text.splitlines():
+            if "# SKIP" in line:
+                return "SKIP", line.split("# SKIP", 1)[1].strip()
+        return "PASS", ""
+    return "FAIL", _status_name(code) + "; " + _one_line(text)[:200]
+
+
+def run_libuv(patched, base, runner, tally, everything):
+    target = patched.target
+    proc.step("libuv's suite (%s, %s)" % (target, "all" if everything
+                                          else "selection"))
+    tests = _libuv_tests(runner, patched)
+    base_tests = set(_libuv_tests(runner, base))
+    if not everything:
+        tests = [t for t in tests if t.startswith(LIBUV_SELECTION)]
+    for test in tests:
+        name = "%s libuv %s" % (target, test)
+        status, why = _libuv_run(runner, patched, test)
+        if status != "FAIL":
+            tally.result(status, name, why)
+            continue
+        again, _ = _libuv_run(runner, patched, test)
+        if test not in base_tests:
+            tally.result("FAIL", name, why + " (new test of the series)")
+            continue
+        base_status, base_why = _libuv_run(runner, base, test)
+        if base_status == "FAIL":
+            tally.result("SKIP", name, "fails on the unpatched base too: "
+                         + base_why)
+        elif again != "FAIL":
+            tally.result("SKIP", name, "flaky: failed (%s), then passed on "
+                         "a rerun; passes on the base" % why)
+        else:
+            tally.result("FAIL", name, why + " (passes on the base)")
+
+
+def windows_unavailable():
+    """Why the Windows tests cannot run on this machine, or None."""
+    if not cross_windows():
+        return None
+    missing = windows_toolchain_missing()
+    if missing:
+        return missing
+    if not (shutil.which("wine64") or shutil.which("wine")):
+        return "wine not found (apt-get install wine)"
+    return None
+
+
+def targets_to_test(requested):
+    host = host_target()
+    if requested not in (None, "all"):
+        return [requested], []
+    targets, skipped = [host], []
+    if host != "windows":
+        why = windows_unavailable()
+        if why:
+            skipped.append(("windows", why))
+        else:
+            targets.append("windows")
+    return targets, skipped
+
+
+def test(manifest, out, suite="regression", target=None, config="Release",
+         source=None):
+    tally = Tally()
+    if suite in ("regression", "all"):
+        run_tool_tests(manifest.root, tally)
+    targets, skipped = targets_to_test(target)
+    for name, why in skipped:
+        tally.result("SKIP", "%s tests" % name, why)
+    for tgt in targets:
+        runner = Runner(tgt)
+        patched = build_variant(manifest, out, tgt, True, config, source)
+        base = build_variant(manifest, out, tgt, False, config, source)
+        runner.start()
+        try:
+            if suite in ("regression", "all"):
+                run_regress(manifest, patched, base, runner, tally)
+            run_libuv(patched, base, runner, tally,
+                      everything=suite in ("libuv", "all"))
+        finally:
+            runner.stop()
+    print(tally.summary(), flush=True)
+    if tally.failed:
+        raise UvPatchError("%d test(s) failed: %s"
+                           % (tally.failed, ", ".join(tally.failures[:10])),
+                           hint="run one case alone with -v to see its "
+                                "command", status=EXIT_FAILURE)
+    return tally

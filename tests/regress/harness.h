@@ -1,0 +1,110 @@
+/* Copyright the uvpatch contributors. MIT licence, as libuv.
+ *
+ * A tiny harness for the regression programs in tests/. Each program is a
+ * table of cases. `prog --list` prints the case names, `prog NAME` runs one
+ * case, `prog` runs them all. Every case prints exactly one result line:
+ *
+ *   ok NAME
+ *   not ok NAME: reason
+ *   skip NAME: reason
+ *
+ * scripts/uvpatch runs each case in its own process, so a crash or a hang
+ * costs that case only.
+ */
+
+#ifndef UVPATCH_HARNESS_H_
+#define UVPATCH_HARNESS_H_
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+  CASE_OK = 0,
+  CASE_FAIL = 1,
+  CASE_SKIP = 2
+};
+
+typedef int (*case_fn)(void);
+
+typedef struct {
+  const char* name;
+  case_fn fn;
+} test_case;
+
+/* The reason printed after the result; set by FAIL() and SKIP(). */
+static char harness_reason[512];
+
+static int harness_set_reason(int result, const char* fmt, ...) {
+  va_list ap;
+
+  va_start(ap, fmt);
+  vsnprintf(harness_reason, sizeof(harness_reason), fmt, ap);
+  va_end(ap);
+  return result;
+}
+
+#define FAIL(...)                                                             \
+  return harness_set_reason(CASE_FAIL, __VA_ARGS__)
+
+#define SKIP(...)                                                             \
+  return harness_set_reason(CASE_SKIP, __VA_ARGS__)
+
+/* Fails the current case with the expression and where it is. */
+#define CHECK(expr)                                                           \
+  do {                                                                        \
+    if (!(expr))                                                              \
+      FAIL("%s:%d: check failed: %s", __FILE__, __LINE__, #expr);             \
+  } while (0)
+
+/* Like CHECK() for a libuv call that returns 0 or a UV_E* code. */
+#define CHECK_UV(call)                                                        \
+  do {                                                                        \
+    int check_uv_r_ = (call);                                                 \
+    if (check_uv_r_ != 0)                                                     \
+      FAIL("%s:%d: %s: %s", __FILE__, __LINE__, #call,                        \
+           uv_strerror(check_uv_r_));                                         \
+  } while (0)
+
+static int harness_run_one(const test_case* c) {
+  int r;
+
+  harness_reason[0] = '\0';
+  r = c->fn();
+  if (r == CASE_OK)
+    printf("ok %s\n", c->name);
+  else if (r == CASE_SKIP)
+    printf("skip %s: %s\n", c->name, harness_reason);
+  else
+    printf("not ok %s: %s\n", c->name, harness_reason);
+  fflush(stdout);
+  return r == CASE_FAIL;
+}
+
+/* Call from main(): returns the exit status. */
+static int harness_main(const test_case* cases, int argc, char** argv) {
+  const test_case* c;
+  int failed;
+
+  if (argc > 1 && strcmp(argv[1], "--list") == 0) {
+    for (c = cases; c->name != NULL; c++)
+      printf("%s\n", c->name);
+    return 0;
+  }
+
+  if (argc > 1) {
+    for (c = cases; c->name != NULL; c++)
+      if (strcmp(c->name, argv[1]) == 0)
+        return harness_run_one(c);
+    fprintf(stderr, "unknown case: %s (try --list)\n", argv[1]);
+    return 2;
+  }
+
+  failed = 0;
+  for (c = cases; c->name != NULL; c++)
+    failed |= harness_run_one(c);
+  return failed;
+}
+
+#endif  /* UVPATCH_HARNESS_H_ */

@@ -1,0 +1,134 @@
+"""A tiny, hermetic world for the tool's tests: a fake upstream in a
+local git repository, a repository root with deps.json and patches, and
+private cache and out folders. No network is touched."""
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+TOOL = os.path.join(REPO, "scripts", "uvpatch")
+sys.path.insert(0, os.path.join(REPO, "scripts"))
+
+GIT_ENV = {
+    "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@invalid",
+    "GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "test@invalid",
+    "GIT_AUTHOR_DATE": "2020-01-01T00:00:00Z",
+    "GIT_COMMITTER_DATE": "2020-01-01T00:00:00Z",
+}
+
+UPSTREAM_FILES = {
+    "README.md": "fake libuv\n",
+    "include/uv.h": "#define UV_FAKE 1\nint uv_fake(void);\n",
+    "src/core.c": "".join("int line%d = %d;\n" % (i, i) for i in range(40)),
+    "src/timer.c": "int timer_a = 1;\nint timer_b = 2;\nint timer_c = 3;\n",
+}
+
+
+def git(args, cwd, check=True):
+    env = dict(os.environ)
+    env.update(GIT_ENV)
+    return subprocess.run(["git"] + args, cwd=cwd, env=env, check=check,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True)
+
+
+def write(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", newline="") as f:
+        f.write(text)
+
+
+def sha256(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+class World(unittest.TestCase):
+    """Base class: self.upstream (git repo), self.root (deps.json and
+    patches/), self.out, self.cache; self.tool(...) runs the CLI."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="uvpatch-test-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.upstream = os.path.join(self.tmp, "upstream")
+        self.root = os.path.join(self.tmp, "repo")
+        self.out = os.path.join(self.tmp, "out")
+        self.cache = os.path.join(self.tmp, "cache")
+        os.makedirs(self.upstream)
+        for name, text in UPSTREAM_FILES.items():
+            write(os.path.join(self.upstream, name), text)
+        git(["init", "-q", "-b", "main"], self.upstream)
+        git(["add", "-A"], self.upstream)
+        git(["commit", "-q", "-m", "upstream"], self.upstream)
+        self.commit = git(["rev-parse", "HEAD"], self.upstream).stdout.strip()
+        self.tree = git(["rev-parse", "HEAD^{tree}"],
+                        self.upstream).stdout.strip()
+        os.makedirs(os.path.join(self.root, "patches"))
+        self.deps = {
+            "schema": 1,
+            "upstream": {"name": "libuv", "repository": "file://"
+                         + self.upstream, "tag": "v0.0.1",
+                         "commit": self.commit, "tree": self.tree},
+            "sources": [{"kind": "git", "url": "file://" + self.upstream}],
+            "series": [],
+        }
+        self.save_deps()
+
+    def save_deps(self):
+        write(os.path.join(self.root, "deps.json"),
+              json.dumps(self.deps, indent=2) + "\n")
+
+    def make_patch(self, number, slug, edits, subject=None):
+        """Commits ``edits`` ({path: text}) on top of the series so far in
+        a scratch clone and adds the format-patch output to the series."""
+        work = os.path.join(self.tmp, "patchwork")
+        if not os.path.isdir(work):
+            git(["clone", "-q", self.upstream, work], self.tmp)
+        for path, text in edits.items():
+            write(os.path.join(work, path), text)
+        git(["add", "-A"], work)
+        git(["commit", "-q", "-m", subject or "core: change %s" % slug],
+            work)
+        text = git(["format-patch", "-1", "--stdout", "--zero-commit",
+                    "--no-signature", "--no-renames"], work).stdout
+        name = "%04d-%s.patch" % (number, slug)
+        path = os.path.join(self.root, "patches", name)
+        write(path, text)
+        self.deps["series"].append({
+            "file": name, "sha256": sha256(path), "platforms": ["unix"],
+            "upstream_status": "Pending", "summary": slug})
+        self.save_deps()
+        return path
+
+    def tool(self, *args, env=None):
+        full = dict(os.environ)
+        full["XDG_CACHE_HOME"] = self.cache
+        full.pop("UVPATCH_SOURCE", None)
+        full.update(env or {})
+        return subprocess.run(
+            [sys.executable, TOOL, "--repo", self.root, "--out", self.out]
+            + list(args), env=full, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True)
+
+    def assertOk(self, res):
+        self.assertEqual(res.returncode, 0, res.stderr)
+
+    def assertFails(self, res, *fragments):
+        self.assertNotEqual(res.returncode, 0, res.stderr)
+        self.assertIn("error: ", res.stderr)
+        self.assertIn("hint: ", res.stderr)
+        self.assertNotIn("Traceback", res.stderr)
+        for fragment in fragments:
+            self.assertIn(fragment, res.stderr)
+
+    def src_head(self):
+        return git(["rev-parse", "HEAD"],
+                   os.path.join(self.out, "src")).stdout.strip()

@@ -1,0 +1,82 @@
+import os
+import shutil
+import time
+import unittest
+
+from fixture import World, git, write, REPO
+
+FAKE_CMAKE = """cmake_minimum_required(VERSION 3.13)
+project(fakeuv C)
+add_library(uv_a STATIC src/core.c src/timer.c)
+set_target_properties(uv_a PROPERTIES OUTPUT_NAME uv)
+add_executable(uv_run_tests_a run.c)
+target_link_libraries(uv_run_tests_a uv_a)
+"""
+PROGRAM = """#include "uv.h"
+#include "harness.h"
+static int case_fake(void) { CHECK(UV_FAKE == 1); return CASE_OK; }
+static const test_case cases[] = { {"fake", case_fake}, {NULL, NULL} };
+int main(int argc, char** argv) { return harness_main(cases, argc, argv); }
+"""
+
+
+@unittest.skipUnless(shutil.which("cmake") and shutil.which("ninja") and
+                     shutil.which("cc"), "needs cmake, ninja and cc")
+class BuildTest(World):
+    def setUp(self):
+        super().setUp()
+        # A fake upstream that CMake can build, and tests/regress.
+        write(os.path.join(self.upstream, "CMakeLists.txt"), FAKE_CMAKE)
+        write(os.path.join(self.upstream, "run.c"),
+              "int main(void) { return 0; }\n")
+        git(["add", "-A"], self.upstream)
+        git(["commit", "-q", "-m", "buildable"], self.upstream)
+        self.deps["upstream"]["commit"] = git(
+            ["rev-parse", "HEAD"], self.upstream).stdout.strip()
+        self.deps["upstream"]["tree"] = git(
+            ["rev-parse", "HEAD^{tree}"], self.upstream).stdout.strip()
+        self.save_deps()
+        regress = os.path.join(self.root, "tests", "regress")
+        os.makedirs(regress)
+        for name in ("CMakeLists.txt", "harness.h"):
+            shutil.copy(os.path.join(REPO, "tests", "regress", name), regress)
+        write(os.path.join(regress, "fake.c"), PROGRAM)
+
+    def test_build_then_noop(self):
+        res = self.tool("build", "--target", "linux")
+        self.assertOk(res)
+        self.assertIn("linux-patched-Release: built", res.stderr)
+        exe = os.path.join(self.out, "build", "linux-patched-Release",
+                           "regress", "fake")
+        self.assertTrue(os.access(exe, os.X_OK))
+        start = time.monotonic()
+        res = self.tool("build", "--target", "linux")
+        self.assertOk(res)
+        self.assertIn("linux-patched-Release: up to date", res.stderr)
+        self.assertNotIn("=== apply", res.stderr)
+        self.assertLess(time.monotonic() - start, 10)
+
+    def test_unpatched_and_prefix(self):
+        prefix = os.path.join(self.tmp, "prefix")
+        res = self.tool("build", "--unpatched", "--prefix", prefix)
+        self.assertOk(res)
+        self.assertTrue(os.path.isfile(os.path.join(prefix, "lib",
+                                                    "libuv.a")))
+        self.assertTrue(os.path.isfile(os.path.join(prefix, "include",
+                                                    "uv.h")))
+        self.assertTrue(os.path.isdir(os.path.join(
+            self.out, "build", "linux-base-Release")))
+
+    def test_two_builds_at_once_are_refused(self):
+        from uvpatchlib.fsutil import Lock
+        os.makedirs(self.out)
+        with Lock(self.out, "test"):
+            res = self.tool("build")
+        self.assertFails(res, "another uvpatch command is using")
+
+    def test_compile_error_is_reported(self):
+        write(os.path.join(self.root, "tests", "regress", "broken.c"),
+              "int main(void) { return undefined_symbol; }\n")
+        res = self.tool("build")
+        self.assertFails(res, "ninja failed with exit status",
+                         "undefined_symbol")

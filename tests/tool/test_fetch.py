@@ -1,0 +1,121 @@
+import hashlib
+import io
+import json
+import os
+import shutil
+import tarfile
+
+from fixture import World, git, write
+
+
+def make_tarball(path, folder, top="fake-1.0", tamper=None):
+    with tarfile.open(path, "w:gz") as tar:
+        for dirpath, dirnames, files in os.walk(folder):
+            dirnames[:] = [d for d in dirnames if d != ".git"]
+            for name in sorted(files):
+                full = os.path.join(dirpath, name)
+                rel = os.path.relpath(full, folder)
+                data = open(full, "rb").read()
+                if tamper and rel == tamper:
+                    data += b"/* tampered */\n"
+                info = tarfile.TarInfo(top + "/" + rel)
+                info.size = len(data)
+                info.mode = 0o644
+                tar.addfile(info, io.BytesIO(data))
+
+
+class FetchTest(World):
+    def entry(self):
+        return os.path.join(self.cache, "uvpatch", self.tree)
+
+    def test_git_source_and_cache(self):
+        res = self.tool("fetch")
+        self.assertOk(res)
+        self.assertIn("verified tree %s" % self.tree[:7], res.stderr)
+        self.assertTrue(os.path.isdir(os.path.join(self.entry(), "tree")))
+        # The second time comes from the cache, without the upstream.
+        shutil.rmtree(self.upstream)
+        res = self.tool("fetch")
+        self.assertOk(res)
+        self.assertIn("(cache)", res.stderr)
+
+    def test_tampered_cache_entry_is_removed(self):
+        self.assertOk(self.tool("fetch"))
+        with open(os.path.join(self.entry(), "tree", "src", "core.c"),
+                  "a") as f:
+            f.write("/* tampered */\n")
+        res = self.tool("fetch")
+        self.assertOk(res)
+        self.assertIn("removed", res.stderr)
+        self.assertIn("verified tree", res.stderr)
+        # The refetched entry is clean again.
+        self.assertNotIn("tampered", open(os.path.join(
+            self.entry(), "tree", "src", "core.c")).read())
+
+    def test_tampered_cache_without_other_source(self):
+        self.assertOk(self.tool("fetch"))
+        write(os.path.join(self.entry(), "tree", "extra.c"), "x\n")
+        shutil.rmtree(self.upstream)
+        res = self.tool("fetch")
+        self.assertFails(res, "removed", "could not obtain", "tried:")
+        self.assertFalse(os.path.exists(self.entry()))
+
+    def test_tarball_source(self):
+        tarball = os.path.join(self.tmp, "fake-1.0.tar.gz")
+        make_tarball(tarball, self.upstream)
+        res = self.tool("fetch", "--source", tarball)
+        self.assertOk(res)
+        self.assertIn("verified by tree id only", res.stderr)
+
+    def test_tampered_tarball_refused_by_sha256(self):
+        tarball = os.path.join(self.tmp, "fake-1.0.tar.gz")
+        make_tarball(tarball, self.upstream)
+        digest = hashlib.sha256(open(tarball, "rb").read()).hexdigest()
+        self.deps["sources"].append({
+            "kind": "archive", "url": "file:///nonexistent/fake-1.0.tar.gz",
+            "file": "fake-1.0.tar.gz", "sha256": digest})
+        self.save_deps()
+        make_tarball(tarball, self.upstream, tamper="src/core.c")
+        res = self.tool("fetch", "--source", tarball)
+        self.assertFails(res, "sha256 mismatch", "expected " + digest)
+        self.assertFalse(os.path.exists(self.entry()))
+        self.assertEqual([n for n in os.listdir(os.path.join(
+            self.cache, "uvpatch"))], [])
+
+    def test_wrong_tree_refused(self):
+        other = os.path.join(self.tmp, "other")
+        shutil.copytree(self.upstream, other,
+                        ignore=shutil.ignore_patterns(".git"))
+        write(os.path.join(other, "src", "timer.c"), "int changed;\n")
+        res = self.tool("fetch", "--source", other)
+        self.assertFails(res, "wrong tree", "expected " + self.tree)
+        self.assertFalse(os.path.exists(self.entry()))
+
+    def test_tarball_escaping_the_tree_refused(self):
+        tarball = os.path.join(self.tmp, "evil.tar")
+        with tarfile.open(tarball, "w") as tar:
+            info = tarfile.TarInfo("../evil.txt")
+            info.size = 1
+            tar.addfile(info, io.BytesIO(b"x"))
+        res = self.tool("fetch", "--source", tarball)
+        self.assertFails(res, "outside the tree")
+        self.assertFalse(os.path.exists(os.path.join(self.cache,
+                                                     "evil.txt")))
+
+    def test_bundle_source(self):
+        bundle = os.path.join(self.tmp, "up.bundle")
+        git(["bundle", "create", bundle, "--all"], self.upstream)
+        res = self.tool("fetch", "--source", bundle)
+        self.assertOk(res)
+        info = json.load(open(os.path.join(self.entry(), "source.json")))
+        self.assertEqual(info["commit"], self.commit)
+
+    def test_unreachable_sources_listed(self):
+        shutil.rmtree(self.upstream)
+        res = self.tool("fetch")
+        self.assertFails(res, "could not obtain", "git file://")
+        self.assertEqual(res.returncode, 4)
+
+    def test_missing_explicit_source(self):
+        res = self.tool("fetch", "--source", os.path.join(self.tmp, "nope"))
+        self.assertFails(res, "does not exist")
