@@ -44,6 +44,13 @@ def cmd_test(args, manifest):
              config=args.config, source=args.source)
 
 
+def cmd_refresh(args, manifest):
+    from .refresh import refresh
+    proc.step("refresh")
+    with Lock(args.out, "refresh"):
+        refresh(manifest, args.out)
+
+
 def _add_source(p):
     p.add_argument("--source", metavar="SRC",
                    help="a local git repository or bundle, a directory or "
@@ -75,6 +82,8 @@ COMMANDS = {
                lambda p: p.add_argument("--prefix", metavar="DIR",
                                         help="install include/ and lib/ "
                                              "there")]),
+    "refresh": (cmd_refresh, "rewrite patches/ and deps.json from the "
+                "commits in out/src", []),
     "test": (cmd_test, "run every test; ends with 'N passed, N failed'",
              [_add_source,
               lambda p: p.add_argument(

@@ -22,7 +22,7 @@ SOURCE_KINDS = ("git", "archive", "debian")
 
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
-_PATCH_NAME = re.compile(r"^[0-9]{4}-[a-z0-9][a-z0-9.-]*\.patch$")
+_PATCH_NAME = re.compile(r"^[0-9]{4}-[A-Za-z0-9][A-Za-z0-9._-]*\.patch$")
 _CASE = re.compile(r"^[a-z0-9_]+/[a-z0-9_]+$")
 
 _FIELDS = {

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs the build and test prerequisites on Debian or Ubuntu (as root),
+# and a deb-src entry for Debian trixie so `apt-get source libuv1` can
+# provide the pinned libuv tree offline from GitHub.
+set -euo pipefail
+
+src_list=/etc/apt/sources.list.d/uvpatch-trixie-src.sources
+if [ ! -f "$src_list" ]; then
+  # Reuse the mirror this machine already uses for Debian, so no host
+  # name is written here.
+  uri=""
+  for f in /etc/apt/sources.list.d/*.sources; do
+    [ -f "$f" ] || continue
+    uri=$(awk '/^URIs:/ && $2 ~ /debian\/?$/ && $2 !~ /security/ {print $2; exit}' "$f")
+    [ -n "$uri" ] && break
+  done
+  if [ -z "$uri" ] && [ -f /etc/apt/sources.list ]; then
+    uri=$(awk '$1 == "deb" && $0 !~ /security/ {for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) {print $i; exit}}' /etc/apt/sources.list)
+  fi
+  if [ -n "$uri" ]; then
+    printf 'Types: deb-src\nURIs: %s\nSuites: trixie\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+      "$uri" > "$src_list"
+  else
+    echo "install-debian.sh: no Debian entry found to copy; the Debian" \
+         "source package will not be available" >&2
+  fi
+fi
+
+apt-get update -q
+apt-get install -y -q --no-install-recommends \
+  ca-certificates git cmake ninja-build gcc libc6-dev python3 \
+  gcc-mingw-w64-x86-64 wine wine64 valgrind

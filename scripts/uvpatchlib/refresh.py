@@ -1,0 +1,137 @@
+"""refresh: regenerate patches/ and deps.json from the commits in out/src.
+
+The output is canonical: `git format-patch` with zero commit ids, no
+signature and no rename detection, file names from the subjects. Run on
+an unchanged out/src, it changes no byte.
+"""
+
+import json
+import os
+import re
+import tempfile
+
+from . import proc
+from .apply import BASE_TAG, STATE_FILE, read_state
+from .errors import UvPatchError, EXIT_STATE
+from .fsutil import remove_tree, write_atomic
+from .manifest import dump, sha256_file, validate
+
+FORMAT_PATCH = ["format-patch", "--zero-commit", "--no-signature",
+                "--no-renames", "--no-numbered", "--subject-prefix=PATCH",
+                "--no-cover-letter", "--encode-email-headers"]
+_STATUS = re.compile(r"^Upstream-Status:\s*([A-Za-z-]+)", re.M)
+
+
+def format_series(src, base, head, dest):
+    """Writes base..head as numbered patches in ``dest``; returns names."""
+    proc.git(FORMAT_PATCH + ["-o", dest, "%s..%s" % (base, head)], cwd=src)
+    return sorted(n for n in os.listdir(dest) if n.endswith(".patch"))
+
+
+def platforms_of(files):
+    """The platforms a change touches, from the files it edits."""
+    found = set()
+    for path in files:
+        if path.startswith("src/win/") or path.startswith("include/uv/win"):
+            found.add("windows")
+        elif re.search(r"src/unix/(linux|.*epoll)", path):
+            found.add("linux")
+        elif re.search(r"src/unix/(darwin|kqueue|fsevents)", path):
+            found.add("macos")
+        elif path.startswith("src/unix/") or path == "include/uv/unix.h":
+            found.add("unix")
+    if "unix" in found:
+        found -= {"linux", "macos"}
+    return sorted(found) or ["unix", "windows"]
+
+
+def refresh(manifest, out):
+    src = os.path.join(out, "src")
+    state = read_state(src)
+    if state is None:
+        raise UvPatchError("out/src is missing or was not made by apply",
+                           hint="run `scripts/uvpatch apply`, commit your "
+                                "changes in out/src, then refresh",
+                           status=EXIT_STATE)
+    dirty = proc.git_out(["status", "--porcelain"], cwd=src)
+    if dirty:
+        raise UvPatchError("out/src has uncommitted edits:\n  "
+                           + "\n  ".join(dirty.splitlines()[:10]),
+                           hint="commit them (git -C out/src commit "
+                                "--amend, or a new commit), then refresh",
+                           status=EXIT_STATE)
+    base = proc.git_out(["rev-parse", BASE_TAG], cwd=src)
+    head = proc.git_out(["rev-parse", "HEAD"], cwd=src)
+    merges = proc.git_out(["rev-list", "--merges", "%s..%s" % (base, head)],
+                          cwd=src)
+    if merges:
+        raise UvPatchError("out/src has merge commits: a series is linear",
+                           hint="rebase them away (git -C out/src rebase "
+                                "-i uvpatch-base)", status=EXIT_STATE)
+    patches_dir = os.path.join(manifest.root, "patches")
+    old_by_file = {e["file"]: e for e in manifest.series}
+    old_by_index = list(manifest.series)
+    with tempfile.TemporaryDirectory(prefix=".refresh-",
+                                     dir=manifest.root) as tmp:
+        names = format_series(src, base, head, tmp)
+        commits = proc.git_out(["rev-list", "--reverse", "%s..%s"
+                                % (base, head)], cwd=src).split()
+        series, changed = [], []
+        for i, (name, commit) in enumerate(zip(names, commits)):
+            path = os.path.join(tmp, name)
+            message = proc.git_out(["log", "-1", "--format=%B", commit],
+                                   cwd=src)
+            files = proc.git_out(["diff-tree", "--no-commit-id",
+                                  "--name-only", "-r", commit],
+                                 cwd=src).split("\n")
+            prior = old_by_file.get(name) or (
+                old_by_index[i] if i < len(old_by_index) else None)
+            entry = dict(prior) if prior else {
+                "file": name, "sha256": "", "platforms": platforms_of(files),
+                "upstream_status": "Pending",
+                "summary": proc.git_out(["log", "-1", "--format=%s", commit],
+                                        cwd=src)}
+            entry["file"] = name
+            entry["sha256"] = sha256_file(path)
+            m = _STATUS.search(message)
+            if m:
+                entry["upstream_status"] = m.group(1)
+            old_path = os.path.join(patches_dir, name)
+            if not os.path.isfile(old_path) or \
+                    sha256_file(old_path) != entry["sha256"]:
+                changed.append(name)
+            series.append(entry)
+        data = json.loads(json.dumps(manifest.data))
+        data["series"] = series
+        removed = [e["file"] for e in manifest.series
+                   if e["file"] not in names]
+        # Check the new manifest against the new files before writing.
+        staged = os.path.join(tmp, "root")
+        os.makedirs(os.path.join(staged, "patches"))
+        for name in names:
+            os.link(os.path.join(tmp, name),
+                    os.path.join(staged, "patches", name))
+        validate(data, staged)
+        for name in names:
+            if name in changed:
+                with open(os.path.join(tmp, name), "rb") as f:
+                    write_atomic(os.path.join(patches_dir, name), f.read())
+        for name in removed:
+            remove_tree(os.path.join(patches_dir, name))
+        text = dump(data)
+        with open(manifest.path, encoding="utf-8") as f:
+            if f.read() != text:
+                write_atomic(manifest.path, text)
+    # out/src now matches patches/ again: record it, so apply is a no-op.
+    state["patches"] = [{"file": e["file"], "sha256": e["sha256"],
+                         "commit": c} for e, c in zip(series, commits)]
+    state["head"] = head
+    write_atomic(os.path.join(src, ".git", STATE_FILE),
+                 json.dumps(state, indent=2) + "\n")
+    for name in changed:
+        proc.note("wrote patches/%s" % name)
+    for name in removed:
+        proc.note("removed patches/%s" % name)
+    if not changed and not removed:
+        proc.note("patches/ is up to date (%d patches)" % len(series))
+    return changed, removed
