@@ -29,4 +29,4 @@ fi
 apt-get update -q
 apt-get install -y -q --no-install-recommends \
   ca-certificates git cmake ninja-build gcc libc6-dev python3 \
-  gcc-mingw-w64-x86-64 wine wine64 valgrind
+  iproute2 util-linux gcc-mingw-w64-x86-64 wine wine64 valgrind
