@@ -51,6 +51,105 @@ def cmd_refresh(args, manifest):
         refresh(manifest, args.out)
 
 
+def cmd_check(args, manifest):
+    from .check import check
+    proc.step("check")
+    with Lock(args.out, "check"):
+        failed = check(manifest, args.out, _print_result)
+    if failed:
+        raise UvPatchError("%d patch(es) fail the series rules" % failed,
+                           hint="fix the messages in out/src (git commit "
+                                "--amend) and run `scripts/uvpatch refresh`")
+
+
+def cmd_vendor(args, manifest):
+    from .vendor import vendor
+    with Lock(args.out, "vendor"):
+        dest, _ = vendor(manifest, args.out, args.dest,
+                         patched=not args.unpatched, force=args.force,
+                         source=args.source)
+    print(dest)
+
+
+def cmd_rebase(args, manifest):
+    from . import rebase
+    with Lock(args.out, "rebase"):
+        if args.abort:
+            rebase.abort(args.out)
+        elif args.resume:
+            rebase.resume(manifest, args.out)
+        else:
+            rebase.start(manifest, args.out, args.onto, args.source)
+
+
+def cmd_bench(args, manifest):
+    from . import bench
+    compare = args.compare or []
+    if len(compare) > 2:
+        raise UvPatchError("--compare takes OLD.json, or OLD.json NEW.json",
+                           hint="give at most two report.json files",
+                           status=EXIT_USAGE)
+    # Read OLD first: a bad file should cost no minutes of measuring.
+    reports = [bench.load_report(path) for path in compare]
+    if len(reports) == 2:
+        print(bench.compare(reports[0], reports[1]), end="")
+        return
+    with Lock(args.out, "bench"):
+        json_path = bench.run(manifest, args.out, quick=args.quick,
+                              only=args.only, report_path=args.report,
+                              source=args.source)
+    print(json_path[:-5] + ".md")
+    if reports:
+        print(bench.compare(reports[0], bench.load_report(json_path)),
+              end="")
+
+
+def _add_bench_options(p):
+    p.add_argument("--quick", action="store_true",
+                   help="a short run (about a minute): proves it works, "
+                        "figures are rough")
+    p.add_argument("--only", action="append", metavar="PART",
+                   help="timers|udp|errqueue|tool (repeat or separate by "
+                        "commas; default: all)")
+    p.add_argument("--report", metavar="FILE",
+                   help="where the Markdown report goes (default: "
+                        "out/bench/report.md); report.json and the SVG "
+                        "plots go next to it")
+    p.add_argument("--compare", nargs="+", metavar="JSON",
+                   help="OLD.json: measure, then print the differences "
+                        "from that earlier report.json; OLD.json NEW.json: "
+                        "print the differences between two reports, "
+                        "without measuring")
+
+
+def _add_rebase_options(p):
+    p.add_argument("--source", metavar="SRC",
+                   help="where REF is: a git repository or bundle (default: "
+                        "deps.json's git source), or a tarball or directory "
+                        "of the new tree (REF is then its label)")
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--onto", metavar="REF",
+                      help="the upstream tag, branch or commit to move to "
+                           "(with a tarball --source: its label, e.g. "
+                           "v1.51.0)")
+    what.add_argument("--continue", dest="resume", action="store_true",
+                      help="go on after resolving a conflict in "
+                           "out/rebase")
+    what.add_argument("--abort", action="store_true",
+                      help="drop the rebase in progress")
+
+
+def cmd_upstream(args, manifest):
+    from .upstream import prepare
+    with Lock(args.out, "upstream"):
+        print(prepare(manifest, args.out, args.dest, onto=args.onto,
+                      source=args.source, wanted=args.patch or ()))
+
+
+def _print_result(status, name, why):
+    print("%s %s: %s" % (status, name, why), flush=True)
+
+
 def _add_source(p):
     p.add_argument("--source", metavar="SRC",
                    help="a local git repository or bundle, a directory or "
@@ -59,7 +158,7 @@ def _add_source(p):
 
 def _add_build_options(p):
     p.add_argument("--target", default="native",
-                   choices=("native", "linux", "windows"),
+                   choices=("native", "linux", "macos", "windows"),
                    help="what to build for (windows: mingw-w64 cross build "
                         "on Linux, MSVC on Windows)")
     p.add_argument("--config", default="Release",
@@ -75,6 +174,10 @@ COMMANDS = {
                   "--discard", action="store_true",
                   help="drop commits and edits in out/src that are not in "
                        "patches/")]),
+    "bench": (cmd_bench, "measure base against patched (Release) and "
+              "write a report for upstream: out/bench/report.md, "
+              "report.json and SVG plots",
+              [_add_source, _add_bench_options]),
     "build": (cmd_build, "build libuv, its test runner and tests/regress",
               [_add_source, _add_build_options,
                lambda p: p.add_argument("--unpatched", action="store_true",
@@ -82,8 +185,38 @@ COMMANDS = {
                lambda p: p.add_argument("--prefix", metavar="DIR",
                                         help="install include/ and lib/ "
                                              "there")]),
+    "check": (cmd_check, "lint the series: hashes, canonical form, "
+              "messages, exact apply", []),
+    "rebase": (cmd_rebase, "move the series to another upstream commit "
+               "(three-way merge in out/rebase)",
+               [_add_rebase_options]),
     "refresh": (cmd_refresh, "rewrite patches/ and deps.json from the "
                 "commits in out/src", []),
+    "upstream": (cmd_upstream, "prepare patches for libuv: a git "
+                 "repository with a branch, an mbox and a pull-request "
+                 "text per patch, in DEST",
+                 [lambda p: p.add_argument(
+                     "--onto", metavar="REF",
+                     help="base the branches on this upstream tag, branch "
+                          "or commit (default: the pinned base)"),
+                  lambda p: p.add_argument(
+                      "--source", metavar="SRC",
+                      help="the git repository or bundle to find REF in "
+                           "(default: deps.json's git source)"),
+                  lambda p: p.add_argument(
+                      "--patch", metavar="N", action="append",
+                      help="only this patch (number or file name; "
+                           "repeat or separate by commas; default: all)"),
+                  lambda p: p.add_argument("dest", metavar="DEST")]),
+    "vendor": (cmd_vendor, "export the patched tree and UVPATCH.json "
+               "into DEST (e.g. deps/libuv of a project)",
+               [_add_source,
+                lambda p: p.add_argument("dest", metavar="DEST"),
+                lambda p: p.add_argument("--unpatched", action="store_true",
+                                         help="export the pristine base"),
+                lambda p: p.add_argument(
+                    "--force", action="store_true",
+                    help="overwrite local edits in an earlier export")]),
     "test": (cmd_test, "run every test; ends with 'N passed, N failed'",
              [_add_source,
               lambda p: p.add_argument(
@@ -94,7 +227,7 @@ COMMANDS = {
                        "suite against the base; all: both"),
               lambda p: p.add_argument(
                   "--target", default=None,
-                  choices=("native", "linux", "windows"),
+                  choices=("native", "linux", "macos", "windows"),
                   help="test one target only (default: the host, and "
                        "Windows under Wine when it is installed)"),
               lambda p: p.add_argument(
@@ -142,6 +275,13 @@ def main(argv=None):
         if e.hint:
             print("hint: " + e.hint, file=sys.stderr)
         return e.status
+    except OSError as e:
+        # Something changed under our feet (a file removed while we ran,
+        # a full disk, a permission): say what, without a traceback.
+        print("error: %s" % e, file=sys.stderr)
+        print("hint: fix the cause named above and run the command again",
+              file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130

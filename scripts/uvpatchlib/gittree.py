@@ -22,28 +22,35 @@ def _entry_sort_key(entry):
     return name + b"/" if mode == b"40000" else name
 
 
-def _hash_dir(path, skip_git):
+def _hash_dir(path, skip, files=None, prefix=""):
     entries = []
     with os.scandir(path) as it:
         for dirent in it:
             name = os.fsencode(dirent.name)
-            if skip_git and name == b".git":
+            if name in skip:
                 continue
             st = dirent.stat(follow_symlinks=False)
+            rel = prefix + dirent.name
             if stat.S_ISLNK(st.st_mode):
                 target = os.fsencode(os.readlink(dirent.path))
                 entries.append((name, b"120000", _object_id(b"blob", target)))
             elif stat.S_ISDIR(st.st_mode):
-                sub = _hash_dir(dirent.path, False)
+                sub = _hash_dir(dirent.path, (), files, rel + "/")
                 if sub is not None:  # git does not record empty folders
                     entries.append((name, b"40000", sub))
+                continue
             elif stat.S_ISREG(st.st_mode):
                 with open(dirent.path, "rb") as f:
                     blob = _object_id(b"blob", f.read())
                 mode = b"100755" if st.st_mode & stat.S_IXUSR else b"100644"
                 entries.append((name, mode, blob))
-            # Sockets, fifos and devices have no place in a source tree;
-            # git ignores them too.
+            else:
+                # Sockets, fifos and devices have no place in a source
+                # tree; git ignores them too.
+                continue
+            if files is not None:
+                files[rel] = "%s %s" % (entries[-1][1].decode(),
+                                        entries[-1][2].hex())
     if not entries:
         return None
     entries.sort(key=_entry_sort_key)
@@ -55,8 +62,18 @@ def _hash_dir(path, skip_git):
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 
-def tree_id(path):
+def tree_id(path, exclude=()):
     """The git tree id of the directory ``path`` (a top-level .git is
-    left out, as git itself does)."""
-    oid = _hash_dir(path, True)
+    left out, as git itself does, and so are top-level ``exclude``)."""
+    skip = {b".git"} | {os.fsencode(n) for n in exclude}
+    oid = _hash_dir(path, skip)
     return oid.hex() if oid is not None else EMPTY_TREE
+
+
+def file_ids(path, exclude=()):
+    """{relative path with '/': "mode blob-id"} of every file and link
+    under ``path``, skipped names as for tree_id; and the tree id."""
+    skip = {b".git"} | {os.fsencode(n) for n in exclude}
+    files = {}
+    oid = _hash_dir(path, skip, files)
+    return files, oid.hex() if oid is not None else EMPTY_TREE

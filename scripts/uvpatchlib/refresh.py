@@ -45,8 +45,29 @@ def platforms_of(files):
     return sorted(found) or ["unix", "windows"]
 
 
-def refresh(manifest, out):
-    src = os.path.join(out, "src")
+def _slug(name):
+    return name[5:]  # drop "NNNN-"
+
+
+def _prior_entry(name, index, names, old_series):
+    """The deps.json entry a regenerated patch inherits (platforms, tests,
+    proofs): the one with the same subject; else, for a reworded subject,
+    the one at the same place, unless that one lives on under its own
+    subject (a patch was dropped or moved)."""
+    for entry in old_series:
+        if _slug(entry["file"]) == _slug(name):
+            return entry
+    if index < len(old_series):
+        candidate = old_series[index]
+        if _slug(candidate["file"]) not in {_slug(n) for n in names}:
+            return candidate
+    return None
+
+
+def refresh(manifest, out, src=None, priors=None):
+    """``src`` defaults to out/src; ``priors`` (rebase) gives the old
+    deps.json entry of each commit, as numbering may have shifted."""
+    src = src or os.path.join(out, "src")
     state = read_state(src)
     if state is None:
         raise UvPatchError("out/src is missing or was not made by apply",
@@ -69,7 +90,6 @@ def refresh(manifest, out):
                            hint="rebase them away (git -C out/src rebase "
                                 "-i uvpatch-base)", status=EXIT_STATE)
     patches_dir = os.path.join(manifest.root, "patches")
-    old_by_file = {e["file"]: e for e in manifest.series}
     old_by_index = list(manifest.series)
     with tempfile.TemporaryDirectory(prefix=".refresh-",
                                      dir=manifest.root) as tmp:
@@ -84,8 +104,10 @@ def refresh(manifest, out):
             files = proc.git_out(["diff-tree", "--no-commit-id",
                                   "--name-only", "-r", commit],
                                  cwd=src).split("\n")
-            prior = old_by_file.get(name) or (
-                old_by_index[i] if i < len(old_by_index) else None)
+            if priors is not None:
+                prior = priors[i]
+            else:
+                prior = _prior_entry(name, i, names, old_by_index)
             entry = dict(prior) if prior else {
                 "file": name, "sha256": "", "platforms": platforms_of(files),
                 "upstream_status": "Pending",

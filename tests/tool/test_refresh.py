@@ -72,3 +72,30 @@ class RefreshTest(World):
         res = self.tool("refresh")
         self.assertFails(res, "uncommitted edits", "src/core.c")
         self.assertEqual(self.files(), self.snapshot)
+
+
+class RefreshMetadataTest(World):
+    def test_dropped_patch_does_not_shift_metadata(self):
+        self.make_patch(1, "core-one", {"src/core.c": "int one;\n"},
+                        subject="core: one")
+        self.make_patch(2, "timer-two", {"src/timer.c": "int two;\n"},
+                        subject="timer: two")
+        self.deps["series"][0]["tests"] = ["first_program"]
+        self.deps["series"][1]["tests"] = ["second_program"]
+        self.deps["series"][1]["platforms"] = ["linux"]
+        self.save_deps()
+        self.assertOk(self.tool("apply"))
+        src = os.path.join(self.out, "src")
+        # Drop the first patch: the second becomes 0001.
+        second = git(["rev-parse", "HEAD"], src).stdout.strip()
+        git(["reset", "-q", "--hard", "uvpatch-base"], src)
+        git(["cherry-pick", second], src)
+        self.assertOk(self.tool("refresh"))
+        deps = json.load(open(os.path.join(self.root, "deps.json")))
+        self.assertEqual(len(deps["series"]), 1)
+        entry = deps["series"][0]
+        self.assertEqual(entry["file"], "0001-timer-two.patch")
+        self.assertEqual(entry["tests"], ["second_program"])
+        self.assertEqual(entry["platforms"], ["linux"])
+        self.assertFalse(os.path.exists(os.path.join(
+            self.root, "patches", "0002-timer-two.patch")))

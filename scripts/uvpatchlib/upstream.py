@@ -1,0 +1,219 @@
+"""upstream: prepare patches for sending to libuv.
+
+DEST becomes a git repository holding the base (or --onto REF) and one
+branch `uvpatch/NNNN-slug` per chosen patch, each patch alone on the base,
+with its message cleaned of this fork's fields; next to the branches, an
+mbox and a pull-request description per patch. Nothing in them names this
+machine: no local path, no host name.
+"""
+
+import os
+import re
+import socket
+
+from . import gitref, proc
+from .apply import AM_IDENTITY, BASE_TAG, apply_series
+from .errors import UvPatchError, EXIT_APPLY, EXIT_STATE, EXIT_USAGE
+from .fsutil import remove_tree, write_atomic
+from .patchfile import Patch
+from .prtext import clean_message, clean_patch, pull_request
+from .vendor import check_dest
+
+BASE_BRANCH = "uvpatch/base"
+OLD_BASE = "refs/uvpatch-old/base"
+OLD_HEAD = "refs/uvpatch-old/head"
+
+
+def choose(manifest, wanted):
+    """The series entries named by ``wanted`` (numbers or file names);
+    all of them when it is empty."""
+    if not wanted:
+        return list(manifest.series)
+    chosen = []
+    for w in [w for item in wanted for w in item.split(",") if w]:
+        hit = None
+        for i, e in enumerate(manifest.series, 1):
+            if w == e["file"] or w.isdigit() and int(w) == i or \
+                    w == e["file"][:-len(".patch")]:
+                hit = e
+        if hit is None:
+            raise UvPatchError(
+                "--patch %s: no such patch in the series" % w,
+                hint="give a number or a file name: %s"
+                % (", ".join(e["file"] for e in manifest.series)
+                   or "the series is empty"), status=EXIT_USAGE)
+        if hit not in chosen:
+            chosen.append(hit)
+    return chosen
+
+
+def _leaks(text, places):
+    """The local facts ``text`` would reveal."""
+    found = [p for p in places if p and p in text]
+    host = socket.gethostname()
+    if len(host) > 3 and re.search(r"(?<![\w.-])%s(?![\w-])"
+                                   % re.escape(host), text):
+        found.append("the host name %s" % host)
+    return found
+
+
+def prepare(manifest, out, dest, onto=None, source=None, wanted=()):
+    dest = os.path.abspath(dest)
+    check_dest(dest, manifest, out)
+    if os.path.lexists(dest):
+        raise UvPatchError("%s already exists" % dest,
+                           hint="give a new folder; the tool makes it",
+                           status=EXIT_STATE)
+    chosen = choose(manifest, wanted)
+    if not chosen:
+        raise UvPatchError("the series is empty: nothing to send upstream",
+                           hint="add patches first (see README.md)",
+                           status=EXIT_USAGE)
+    if onto:
+        src = source or gitref.default_source(manifest)
+        if src is None:
+            raise UvPatchError("deps.json has no git source to find %r in"
+                               % onto, hint="pass --source with a git "
+                               "repository or bundle", status=EXIT_USAGE)
+        found = gitref.resolve(src, onto)
+    old_src = apply_series(manifest, out)
+    proc.step("upstream")
+    # Where this machine keeps things; /tmp alone is too common a word
+    # in libuv's own messages to refuse.
+    home = os.path.realpath(os.path.expanduser("~")).rstrip(os.sep) + os.sep
+    places = sorted(({os.path.realpath(p) for p in (
+        manifest.root, out, os.path.dirname(dest))} | {home}) - {os.sep})
+    scratch = os.path.join(os.path.dirname(dest),
+                           ".%s.uvpatch-new" % os.path.basename(dest))
+    remove_tree(scratch)
+    try:
+        os.makedirs(scratch)
+        proc.git(["init", "-q"], cwd=scratch)
+        # The series' own commits give `git am -3` the blobs a patch was
+        # made against, even when it builds on an earlier patch.
+        proc.git(["fetch", "-q", "--no-tags", old_src,
+                  "+refs/tags/%s:%s" % (BASE_TAG, OLD_BASE),
+                  "+HEAD:%s" % OLD_HEAD], cwd=scratch)
+        if onto:
+            gitref.fetch_commit(scratch, src, found.commit)
+            base, label = found.commit, found.label
+            upstream_commit = found.commit
+        else:
+            base = proc.git_out(["rev-parse", OLD_BASE], cwd=scratch)
+            label = "libuv %s" % manifest.upstream["tag"]
+            # From a tarball the base commit is ours; name upstream's.
+            upstream_commit = manifest.commit
+        proc.git(["checkout", "-q", "-B", BASE_BRANCH, base], cwd=scratch)
+        # base-commit: in the mails only when the base is upstream's own
+        # commit (a tarball's base commit exists nowhere else).
+        real = onto or base == manifest.commit
+        label = "%s, commit %s" % (label, upstream_commit[:12])
+        made = [_one(manifest, scratch, e, base, label, real, places)
+                for e in chosen]
+        proc.git(["checkout", "-q", BASE_BRANCH], cwd=scratch)
+        for ref in (OLD_BASE, OLD_HEAD):
+            proc.git(["update-ref", "-d", ref], cwd=scratch)
+        remove_tree(os.path.join(scratch, ".git", "FETCH_HEAD"))
+        with open(os.path.join(scratch, ".git", "info", "exclude"), "a",
+                  encoding="utf-8") as f:
+            for stem in made:
+                f.write("/%s.mbox\n/%s.md\n" % (stem, stem))
+        os.rename(scratch, dest)
+    finally:
+        remove_tree(scratch)
+    for stem in made:
+        proc.note("branch uvpatch/%s, %s.mbox, %s.md" % (stem, stem, stem))
+    return dest
+
+
+def _read(manifest, entry):
+    with open(manifest.patch_path(entry), encoding="utf-8",
+              errors="surrogateescape", newline="") as f:
+        text = f.read()
+    patch = Patch(text)
+    return text, patch, clean_message(patch.message())
+
+
+def _am(manifest, work, entry):
+    """Applies one patch, message cleaned, on HEAD; None when it went in,
+    else what stopped it."""
+    text, _, body = _read(manifest, entry)
+    mail = os.path.join(work, ".git", "uvpatch-" + entry["file"])
+    write_atomic(mail, clean_patch(text, body))
+    res = proc.git(["am", "-q", "-3", "--committer-date-is-author-date",
+                    mail], cwd=work, env=AM_IDENTITY, check=False)
+    os.unlink(mail)
+    if res.returncode == 0:
+        return None
+    files = proc.git_out(["diff", "--name-only", "--diff-filter=U"],
+                         cwd=work).split()
+    proc.git(["am", "--abort"], cwd=work, check=False)
+    return ("conflict in " + ", ".join(files) if files
+            else (res.stdout + res.stderr).strip())
+
+
+def _stack(manifest, work, entry, branch, base):
+    """Puts ``entry`` on ``branch``: alone on the base when it applies so,
+    else on the fewest nearest earlier patches sharing a file with it (it
+    was made on top of them). Returns (the patches it needs, problem)."""
+    proc.git(["checkout", "-q", "-B", branch, base], cwd=work)
+    problem = _am(manifest, work, entry)
+    if problem is None:
+        return [], None
+    files = set(_read(manifest, entry)[1].files)
+    index = manifest.series.index(entry)
+    earlier = [e for e in manifest.series[:index]
+               if files & set(_read(manifest, e)[1].files)]
+    for k in range(1, len(earlier) + 1):
+        needs = earlier[-k:]
+        proc.git(["checkout", "-q", "-B", branch, base], cwd=work)
+        if all(_am(manifest, work, e) is None for e in needs + [entry]):
+            return needs, None
+    proc.git(["checkout", "-q", "-B", branch, base], cwd=work)
+    return [], problem
+
+
+def _one(manifest, work, entry, base, label, real, places):
+    name = entry["file"]
+    stem = name[:-len(".patch")]
+    text, patch, body = _read(manifest, entry)
+    branch = "uvpatch/" + stem
+    needs, problem = _stack(manifest, work, entry, branch, base)
+    if problem is not None:
+        raise UvPatchError(
+            "%s does not apply on %s: %s" % (name, label, problem),
+            hint="move the series there first (`scripts/uvpatch rebase "
+                 "--onto REF`), or send it against the pinned base",
+            status=EXIT_APPLY)
+    if len(proc.git_out(["rev-list", "%s..%s" % (base, branch)],
+                        cwd=work).split()) == len(needs):
+        raise UvPatchError("%s is empty on %s: it is already upstream"
+                           % (name, label),
+                           hint="drop it from the series (`scripts/uvpatch "
+                                "rebase --onto REF` does)",
+                           status=EXIT_APPLY)
+    if needs:
+        proc.note("%s builds on %s: its branch holds %s too"
+                  % (name, ", ".join(e["file"] for e in needs),
+                     "them" if len(needs) > 1 else "it"))
+    args = ["format-patch", "--stdout", "--no-signature"]
+    if real:
+        args.append("--base=" + base)
+    mbox = proc.git(args + ["%s..%s" % (base, branch)], cwd=work).stdout
+    described = pull_request(
+        patch.subject, body, text, label,
+        depends=[_read(manifest, e)[1].subject for e in needs])
+    # The diff is upstream's code; the words around it are ours.
+    for what, content in (("message", "\n".join(body)),
+                          ("description", described)):
+        leaks = _leaks(content, places)
+        if leaks:
+            raise UvPatchError(
+                "%s: the %s would reveal %s" % (name, what,
+                                               ", ".join(leaks)),
+                hint="reword the commit message in out/src (git commit "
+                     "--amend), `scripts/uvpatch refresh`, and retry",
+                status=EXIT_STATE)
+    write_atomic(os.path.join(work, stem + ".mbox"), mbox)
+    write_atomic(os.path.join(work, stem + ".md"), described)
+    return stem

@@ -1,0 +1,305 @@
+import json
+import os
+import shutil
+import subprocess
+
+from fixture import World, git, write, UPSTREAM_FILES
+
+CORE = UPSTREAM_FILES["src/core.c"]
+
+
+def read(*parts):
+    with open(os.path.join(*parts)) as f:
+        return f.read()
+
+
+class RebaseTest(World):
+    def setUp(self):
+        super().setUp()
+        core = CORE.replace("int line5 = 5;", "int line5 = 50;")
+        self.make_patch(1, "core-line5", {"src/core.c": core},
+                        subject="core: line5")
+        core2 = core.replace("int line30 = 30;", "int line30 = 300;")
+        self.make_patch(2, "core-line30", {"src/core.c": core2},
+                        subject="core: line30")
+        self.make_patch(3, "timer-b", {"src/timer.c": "int timer_a = 1;\n"
+                                       "int timer_b = 20;\n"
+                                       "int timer_c = 3;\n"},
+                        subject="timer: b")
+        self.deps["series"][2]["tests"] = ["timer_b"]
+        self.save_deps()
+        self.snapshot = self.files()
+
+    def files(self):
+        folder = os.path.join(self.root, "patches")
+        found = {n: read(folder, n) for n in os.listdir(folder)}
+        found["deps.json"] = read(self.root, "deps.json")
+        return found
+
+    def upstream_commit(self, edits, message, tag=None, moves=()):
+        """A new upstream commit on main; returns its id."""
+        for old, new in moves:
+            git(["mv", old, new], self.upstream)
+        for path, text in edits.items():
+            write(os.path.join(self.upstream, path), text)
+        git(["add", "-A"], self.upstream)
+        git(["commit", "-q", "-m", message], self.upstream)
+        if tag:
+            git(["tag", tag], self.upstream)
+        return git(["rev-parse", "HEAD"], self.upstream).stdout.strip()
+
+    def deps_now(self):
+        return json.loads(read(self.root, "deps.json"))
+
+    def assertConsistent(self):
+        """A fresh apply of the new patches/ and deps.json rebuilds
+        exactly out/src, from the cache alone."""
+        head = self.src_head()
+        self.out = os.path.join(self.tmp, "out-check")
+        upstream = self.upstream + ".away"
+        os.rename(self.upstream, upstream)
+        try:
+            self.assertOk(self.tool("apply"))
+        finally:
+            os.rename(upstream, self.upstream)
+        self.assertEqual(self.src_head(), head)
+
+    def test_change_near_the_patch_merges(self):
+        # Context of 0001 changes and every line shifts by two.
+        core = "// new header\n// line\n" + CORE.replace(
+            "int line7 = 7;", "int line7 = 7; /* upstream */")
+        new = self.upstream_commit({"src/core.c": core}, "core: tweak",
+                                   tag="v0.0.2")
+        res = self.tool("rebase", "--onto", "v0.0.2")
+        self.assertOk(res)
+        deps = self.deps_now()
+        self.assertEqual(deps["upstream"]["commit"], new)
+        self.assertEqual(deps["upstream"]["tag"], "v0.0.2")
+        self.assertEqual(deps["upstream"]["tree"], git(
+            ["rev-parse", "HEAD^{tree}"], self.upstream).stdout.strip())
+        self.assertEqual([e["file"] for e in deps["series"]],
+                         ["0001-core-line5.patch", "0002-core-line30.patch",
+                          "0003-timer-b.patch"])
+        self.assertIn("0001-core-line5.patch: changed by the merge",
+                      res.stdout)
+        self.assertIn("0002-core-line30.patch: same change, moved",
+                      res.stdout)
+        self.assertIn("0003-timer-b.patch: unchanged", res.stdout)
+        self.assertIn("upstream v0.0.1", res.stdout)
+        src = os.path.join(self.out, "src")
+        text = read(src, "src", "core.c")
+        self.assertIn("int line7 = 7; /* upstream */", text)
+        self.assertIn("int line5 = 50;", text)
+        self.assertEqual(git(["rev-parse", "uvpatch-base"], src)
+                         .stdout.strip(), new)
+        self.assertFalse(os.path.exists(os.path.join(self.out, "rebase")))
+        self.assertIn("up to date", self.tool("apply").stderr)
+        self.assertConsistent()
+
+    def test_conflict_stops_then_continue(self):
+        self.upstream_commit({"src/core.c": CORE.replace(
+            "int line5 = 5;", "int line5 = 7;")}, "core: line5 is 7")
+        res = self.tool("rebase", "--onto", "main")
+        self.assertFails(res, "0001-core-line5.patch does not apply",
+                         "src/core.c: both changed; lines ",
+                         "rebase --continue", "rebase --abort", "git add")
+        self.assertEqual(res.returncode, 5)
+        self.assertEqual(self.files(), self.snapshot)
+        work = os.path.join(self.out, "rebase")
+        core = read(work, "src", "core.c")
+        self.assertIn("<<<<<<<", core)
+
+        res = self.tool("rebase", "--continue")
+        self.assertFails(res, "unresolved files", "src/core.c")
+        self.assertEqual(self.files(), self.snapshot)
+
+        write(os.path.join(work, "src", "core.c"),
+              CORE.replace("int line5 = 5;", "int line5 = 50;"))
+        git(["add", "src/core.c"], work)
+        write(os.path.join(work, "README.md"), "stray edit\n")
+        res = self.tool("rebase", "--continue")
+        self.assertFails(res, "not added", "README.md")
+        git(["checkout", "README.md"], work)
+        res = self.tool("rebase", "--continue")
+        self.assertOk(res)
+        self.assertIn("0001-core-line5.patch: changed by the merge",
+                      res.stdout)
+        self.assertIn("-int line5 = 7;", read(
+            self.root, "patches", "0001-core-line5.patch"))
+        self.assertIn("main@", self.deps_now()["upstream"]["tag"])
+        self.assertConsistent()
+
+    def test_markers_left_in_added_file_refused(self):
+        self.upstream_commit({"src/core.c": CORE.replace(
+            "int line5 = 5;", "int line5 = 7;")}, "core: line5 is 7")
+        self.assertFails(self.tool("rebase", "--onto", "main"))
+        work = os.path.join(self.out, "rebase")
+        git(["add", "src/core.c"], work)
+        res = self.tool("rebase", "--continue")
+        self.assertFails(res, "conflict markers", "src/core.c: lines ")
+
+    def test_dropping_a_conflicted_patch_is_explicit(self):
+        self.upstream_commit({"src/core.c": CORE.replace(
+            "int line5 = 5;", "int line5 = 7;")}, "core: line5 is 7")
+        self.assertFails(self.tool("rebase", "--onto", "main"))
+        work = os.path.join(self.out, "rebase")
+        git(["checkout", "--ours", "src/core.c"], work)
+        git(["add", "src/core.c"], work)
+        res = self.tool("rebase", "--continue")
+        self.assertFails(res, "leaves no change", "git am --skip")
+        git(["am", "--skip"], work)
+        res = self.tool("rebase", "--continue")
+        self.assertOk(res)
+        self.assertIn("0001-core-line5.patch: dropped", res.stdout)
+        self.assertEqual([e["file"] for e in self.deps_now()["series"]],
+                         ["0001-core-line30.patch", "0002-timer-b.patch"])
+        self.assertConsistent()
+
+    def test_abort(self):
+        self.upstream_commit({"src/core.c": CORE.replace(
+            "int line5 = 5;", "int line5 = 7;")}, "core: line5 is 7")
+        self.assertFails(self.tool("rebase", "--onto", "main"))
+        res = self.tool("rebase", "--onto", "main")
+        self.assertFails(res, "already in progress", "--abort")
+        self.assertOk(self.tool("rebase", "--abort"))
+        self.assertFalse(os.path.exists(os.path.join(self.out, "rebase")))
+        self.assertEqual(self.files(), self.snapshot)
+        self.assertFails(self.tool("rebase", "--abort"),
+                         "no rebase in progress")
+        self.assertFails(self.tool("rebase", "--continue"),
+                         "no rebase in progress")
+        self.assertIn("up to date", self.tool("apply").stderr)
+
+    def test_renamed_file_is_followed(self):
+        new = self.upstream_commit({}, "timer: rename",
+                                   moves=[("src/timer.c", "src/timers.c")])
+        res = self.tool("rebase", "--onto", new)
+        self.assertOk(res)
+        text = read(self.root, "patches", "0003-timer-b.patch")
+        self.assertIn("diff --git a/src/timers.c b/src/timers.c", text)
+        self.assertIn("0003-timer-b.patch: changed by the merge", res.stdout)
+        self.assertConsistent()
+
+    def test_patch_already_upstream_is_dropped(self):
+        self.upstream_commit({"src/core.c": CORE.replace(
+            "int line30 = 30;", "int line30 = 300;")}, "core: line30",
+            tag="v0.0.2")
+        res = self.tool("rebase", "--onto", "v0.0.2")
+        self.assertOk(res)
+        self.assertIn("0002-core-line30.patch: dropped: empty", res.stdout)
+        self.assertIn("0003-timer-b.patch -> 0002-timer-b.patch",
+                      res.stdout)
+        deps = self.deps_now()
+        self.assertEqual([e["file"] for e in deps["series"]],
+                         ["0001-core-line5.patch", "0002-timer-b.patch"])
+        # The renumbered patch keeps its own entry, not its predecessor's.
+        self.assertEqual(deps["series"][1]["tests"], ["timer_b"])
+        self.assertEqual(sorted(os.listdir(os.path.join(self.root,
+                                                        "patches"))),
+                         ["0001-core-line5.patch", "0002-timer-b.patch"])
+        self.assertConsistent()
+
+    def test_crash_mid_rebase_then_continue(self):
+        new = self.upstream_commit({"README.md": "fake libuv 2\n"},
+                                   "release")
+        self.assertOk(self.tool("apply"))  # its `git am`s come first
+        # A git that kills the tool at the rebase's second `git am`.
+        fake = os.path.join(self.tmp, "fakebin")
+        counter = os.path.join(self.tmp, "am-count")
+        write(os.path.join(fake, "git"), """#!/bin/sh
+if [ "$1" = am ]; then
+  n=$(cat %s 2>/dev/null || echo 0); n=$((n+1)); echo $n > %s
+  if [ $n -eq 2 ]; then kill -9 $PPID; exit 1; fi
+fi
+exec %s "$@"
+""" % (counter, counter, shutil.which("git")))
+        os.chmod(os.path.join(fake, "git"), 0o755)
+        env = {"PATH": fake + os.pathsep + os.environ["PATH"]}
+        res = self.tool("rebase", "--onto", new, env=env)
+        self.assertEqual(res.returncode, -9)
+        self.assertEqual(self.files(), self.snapshot)
+        res = self.tool("rebase", "--continue")
+        self.assertOk(res)
+        self.assertNotIn("dropped", res.stdout)
+        self.assertEqual(self.deps_now()["upstream"]["commit"], new)
+        self.assertEqual(len(self.deps_now()["series"]), 3)
+        self.assertConsistent()
+
+    def test_unknown_ref(self):
+        res = self.tool("rebase", "--onto", "v9.9.9")
+        self.assertFails(res, "no commit, branch or tag 'v9.9.9'")
+        self.assertEqual(res.returncode, 4)
+        self.assertEqual(self.files(), self.snapshot)
+        self.assertFalse(os.path.exists(os.path.join(self.out, "rebase")))
+
+    def test_tarball_source(self):
+        self.deps["sources"].append({
+            "kind": "archive",
+            "url": "file:///nonexistent/fake-0.0.1.tar.gz",
+            "file": "fake-0.0.1.tar.gz", "sha256": "0" * 64})
+        self.deps["sources"].append({
+            "kind": "debian", "package": "fake", "version": "0.0.1-1",
+            "suite": "trixie", "file": "fake_0.0.1.orig.tar.gz",
+            "sha256": "1" * 64})
+        self.save_deps()
+        new = self.upstream_commit({"README.md": "fake libuv 2\n"},
+                                   "release", tag="v0.0.2")
+        tarball = os.path.join(self.tmp, "fake-0.0.2.tar.gz")
+        with open(tarball, "wb") as f:
+            subprocess.run(["git", "archive", "--format=tar.gz",
+                            "--prefix=fake-0.0.2/", "v0.0.2"],
+                           cwd=self.upstream, stdout=f, check=True)
+        res = self.tool("rebase", "--source", tarball, "--onto", "v0.0.2")
+        self.assertOk(res)
+        deps = self.deps_now()
+        self.assertEqual(deps["upstream"]["commit"], new)
+        self.assertEqual(deps["upstream"]["tag"], "v0.0.2")
+        kinds = [s["kind"] for s in deps["sources"]]
+        self.assertEqual(kinds, ["git", "archive"])
+        self.assertEqual(deps["sources"][1]["file"], "fake-0.0.2.tar.gz")
+        self.assertIn("dropped sources[2] (debian", res.stdout)
+        self.assertConsistent()
+
+    def test_debian_orig_tarball_named_in_the_note(self):
+        self.deps["sources"].append({
+            "kind": "debian", "package": "fake", "version": "0.0.1-1",
+            "suite": "trixie", "file": "fake_0.0.1.orig.tar.gz",
+            "sha256": "1" * 64})
+        self.save_deps()
+        self.upstream_commit({"README.md": "fake libuv 2\n"}, "release",
+                             tag="v0.0.2")
+        tarball = os.path.join(self.tmp, "fake_0.0.2.orig.tar.gz")
+        with open(tarball, "wb") as f:
+            subprocess.run(["git", "archive", "--format=tar.gz",
+                            "--prefix=fake-0.0.2/", "v0.0.2"],
+                           cwd=self.upstream, stdout=f, check=True)
+        res = self.tool("rebase", "--source", tarball, "--onto", "v0.0.2")
+        self.assertOk(res)
+        self.assertIn("fake_0.0.2.orig.tar.gz is its orig tarball",
+                      res.stdout)
+        self.assertEqual([s["kind"] for s in self.deps_now()["sources"]],
+                         ["git"])
+
+    def test_tarball_of_another_version_drops_its_entry(self):
+        self.deps["sources"].append({
+            "kind": "archive",
+            "url": "file:///nonexistent/fake-0.0.1.tar.gz",
+            "file": "fake-0.0.1.tar.gz", "sha256": "0" * 64})
+        self.save_deps()
+        self.upstream_commit({"README.md": "fake libuv 2\n"}, "release",
+                             tag="v0.0.2")
+        res = self.tool("rebase", "--onto", "v0.0.2")
+        self.assertOk(res)
+        self.assertIn("dropped sources[1] (archive fake-0.0.1.tar.gz)",
+                      res.stdout)
+        self.assertEqual([s["kind"] for s in self.deps_now()["sources"]],
+                         ["git"])
+
+    def test_out_src_work_is_not_lost(self):
+        self.assertOk(self.tool("apply"))
+        src = os.path.join(self.out, "src")
+        write(os.path.join(src, "src", "core.c"), "edited\n")
+        res = self.tool("rebase", "--onto", "main")
+        self.assertFails(res, "uncommitted edits")
+        self.assertEqual(self.files(), self.snapshot)
+        shutil.rmtree(src)

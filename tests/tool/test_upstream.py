@@ -1,0 +1,196 @@
+import os
+import socket
+import unittest
+
+from fixture import World, git, write, UPSTREAM_FILES
+
+from uvpatchlib import prtext
+
+CORE = UPSTREAM_FILES["src/core.c"]
+TEST_FILE = """#include "uv.h"
+#include "task.h"
+
+TEST_IMPL(core_line5_budget) {
+  return 0;
+}
+"""
+MESSAGE = """core: bound line5
+
+line5 was unbounded: a busy peer could starve the loop for as long as
+it kept sending.
+
+Bound it to 50 per iteration, like the other callbacks.
+
+Measured with a flood of 100000 datagrams:
+
+  metric          before    after
+  max stall ms    120       2
+  datagrams/s     98000     97500
+
+Fixes: https://example.invalid/libuv/issues/1
+Refs: https://example.invalid/libuv/pull/2
+Upstream-Status: Submitted [https://example.invalid/libuv/pull/2]
+Forwarded: https://example.invalid/libuv/pull/2
+Last-Update: 2026-12-01
+Signed-off-by: Test <test@invalid>
+"""
+
+
+def read(*parts):
+    with open(os.path.join(*parts)) as f:
+        return f.read()
+
+
+class UpstreamTest(World):
+    def setUp(self):
+        super().setUp()
+        self.make_patch(1, "core-bound-line5", {
+            "src/core.c": CORE.replace("int line5 = 5;", "int line5 = 50;"),
+            "test/test-core-line5.c": TEST_FILE}, subject=MESSAGE)
+        self.make_patch(2, "timer-b", {"src/timer.c": "int timer_a = 1;\n"
+                                       "int timer_b = 20;\n"
+                                       "int timer_c = 3;\n"},
+                        subject="timer: set timer_b\n\nIt was 2.\n\n"
+                                "Use 20.\n\nUpstream-Status: Pending\n")
+        self.dest = os.path.join(self.tmp, "send")
+
+    def test_branches_mboxes_and_descriptions(self):
+        res = self.tool("upstream", self.dest)
+        self.assertOk(res)
+        self.assertEqual(res.stdout.strip(), self.dest)
+        branches = git(["branch", "--format=%(refname:short)"],
+                       self.dest).stdout.split()
+        self.assertEqual(sorted(branches), [
+            "uvpatch/0001-core-bound-line5", "uvpatch/0002-timer-b",
+            "uvpatch/base"])
+        # Each patch alone on the base.
+        for b in branches:
+            if b != "uvpatch/base":
+                self.assertEqual(git(["rev-parse", b + "^"], self.dest)
+                                 .stdout.strip(), self.commit)
+        msg = git(["log", "-1", "--format=%B",
+                   "uvpatch/0001-core-bound-line5"], self.dest).stdout
+        for gone in ("Upstream-Status", "Forwarded", "Last-Update"):
+            self.assertNotIn(gone, msg)
+        for kept in ("Fixes: https://example.invalid/libuv/issues/1",
+                     "Refs: https://example.invalid/libuv/pull/2",
+                     "Signed-off-by: Test <test@invalid>",
+                     "Bound it to 50"):
+            self.assertIn(kept, msg)
+        mbox = read(self.dest, "0001-core-bound-line5.mbox")
+        self.assertIn("Subject: [PATCH] core: bound line5", mbox)
+        self.assertIn("base-commit: " + self.commit, mbox)
+        self.assertNotIn("Upstream-Status", mbox)
+        # The work tree is clean: the mboxes and texts are excluded.
+        self.assertEqual(git(["status", "--porcelain"], self.dest).stdout,
+                         "")
+
+        md = read(self.dest, "0001-core-bound-line5.md")
+        self.assertTrue(md.startswith("# core: bound line5\n"))
+        self.assertIn("## The defect\n\nline5 was unbounded", md)
+        self.assertIn("## The fix\n\nBound it to 50", md)
+        self.assertIn("## Measurements", md)
+        self.assertIn("  max stall ms    120       2", md)
+        self.assertIn("build/uv_run_tests_a core_line5_budget", md)
+        self.assertIn("`test/test-core-line5.c`", md)
+        self.assertIn("- Fixes: https://example.invalid/libuv/issues/1", md)
+        for local in (self.tmp, self.root, self.out, "Upstream-Status",
+                      "Forwarded", "Last-Update"):
+            self.assertNotIn(local, md)
+        host = socket.gethostname()
+        if len(host) > 3:
+            self.assertNotIn(host, md)
+        md2 = read(self.dest, "0002-timer-b.md")
+        self.assertIn("## The defect\n\nIt was 2.", md2)
+        self.assertIn("## The fix\n\nUse 20.", md2)
+        self.assertIn("adds no test", md2)
+        # No local path in the repository's configuration either.
+        self.assertNotIn(self.tmp, read(self.dest, ".git", "config"))
+
+    def test_chosen_patch_only(self):
+        self.assertOk(self.tool("upstream", "--patch", "2", self.dest))
+        self.assertEqual(sorted(n for n in os.listdir(self.dest)
+                                if n.startswith("000")),
+                         ["0002-timer-b.mbox", "0002-timer-b.md"])
+
+    def test_patch_that_builds_on_another_is_stacked(self):
+        core = CORE.replace("int line5 = 5;", "int line5 = 500;")
+        self.make_patch(3, "core-line5-more", {"src/core.c": core},
+                        subject="core: raise line5 further\n\nMore.\n")
+        res = self.tool("upstream", "--patch", "3", self.dest)
+        self.assertOk(res)
+        self.assertIn("builds on 0001-core-bound-line5.patch", res.stderr)
+        log = git(["log", "--format=%s", "uvpatch/0003-core-line5-more"],
+                  self.dest).stdout.split("\n")
+        self.assertEqual(log[:3], ["core: raise line5 further",
+                                   "core: bound line5", "upstream"])
+        md = read(self.dest, "0003-core-line5-more.md")
+        self.assertIn("This builds on another change", md)
+        self.assertIn("- core: bound line5", md)
+        mbox = read(self.dest, "0003-core-line5-more.mbox")
+        self.assertIn("[PATCH 1/2] core: bound line5", mbox)
+        self.assertIn("[PATCH 2/2] core: raise line5 further", mbox)
+
+    def test_unknown_patch(self):
+        res = self.tool("upstream", "--patch", "7", self.dest)
+        self.assertFails(res, "--patch 7", "0001-core-bound-line5.patch")
+        self.assertFalse(os.path.exists(self.dest))
+
+    def test_onto_a_newer_upstream(self):
+        write(os.path.join(self.upstream, "src", "core.c"),
+              "// moved down\n" + CORE)
+        git(["commit", "-q", "-a", "-m", "newer"], self.upstream)
+        git(["tag", "v0.0.2"], self.upstream)
+        newer = git(["rev-parse", "HEAD"], self.upstream).stdout.strip()
+        res = self.tool("upstream", "--onto", "v0.0.2", self.dest)
+        self.assertOk(res)
+        self.assertEqual(git(["rev-parse",
+                              "uvpatch/0001-core-bound-line5^"],
+                             self.dest).stdout.strip(), newer)
+        self.assertIn("// moved down\nint line0", read(self.dest, "src",
+                                                       "core.c"))
+        self.assertIn("v0.0.2", read(self.dest,
+                                     "0001-core-bound-line5.md"))
+
+    def test_onto_conflict_is_refused(self):
+        write(os.path.join(self.upstream, "src", "core.c"),
+              CORE.replace("int line5 = 5;", "int line5 = 6;"))
+        git(["commit", "-q", "-a", "-m", "conflicting"], self.upstream)
+        res = self.tool("upstream", "--onto", "main", self.dest)
+        self.assertFails(res, "0001-core-bound-line5.patch does not apply",
+                         "src/core.c", "rebase --onto")
+        self.assertFalse(os.path.exists(self.dest))
+        self.assertEqual([n for n in os.listdir(self.tmp)
+                          if n.startswith(".")], [])
+
+    def test_missing_ref(self):
+        res = self.tool("upstream", "--onto", "v9.9.9", self.dest)
+        self.assertFails(res, "no commit, branch or tag 'v9.9.9'")
+        self.assertFalse(os.path.exists(self.dest))
+
+    def test_existing_dest_refused(self):
+        os.makedirs(self.dest)
+        self.assertFails(self.tool("upstream", self.dest), "already exists")
+
+    def test_local_path_in_message_refused(self):
+        self.make_patch(3, "leak", {"README.md": "x\n"},
+                        subject="doc: leak\n\nSeen in %s/build.\n" % self.root)
+        res = self.tool("upstream", self.dest)
+        self.assertFails(res, "0003-leak.patch", "would reveal")
+        self.assertFalse(os.path.exists(self.dest))
+
+
+class PrTextTest(unittest.TestCase):
+    def test_sections(self):
+        body = MESSAGE.split("\n")[2:]
+        part = prtext.sections(prtext.clean_message(body))
+        self.assertEqual(part["defect"][0][0][:20], "line5 was unbounded:")
+        self.assertEqual(part["fix"][0][0][:12], "Bound it to ")
+        self.assertEqual(len(part["table"]), 2)
+        self.assertIn("Signed-off-by: Test <test@invalid>", part["trailers"])
+
+    def test_markdown_table_kept(self):
+        body = ["It broke.", "", "Fix it.", "", "| | before | after |",
+                "|---|---|---|", "| ms | 9 | 1 |"]
+        md = prtext.pull_request("x: y", body, "", "base")
+        self.assertIn("| | before | after |\n|---|---|---|", md)
