@@ -113,6 +113,8 @@ def apply_series(manifest, out, source=None, discard=False):
         raise
     write_atomic(os.path.join(work, ".git", STATE_FILE),
                  json.dumps(state, indent=2) + "\n")
+    if os.path.isdir(src):
+        _keep_mtimes(src, work)
     replace_dir(work, src)
     proc.note("out/src: %d patches on %s" % (len(manifest.series),
                                              manifest.commit[:12]))
@@ -148,6 +150,31 @@ def _build(manifest, entry, work):
         proc.note("applied %s" % entry_["file"])
     return {"tree": manifest.tree, "base": base, "patches": applied,
             "head": proc.git_out(["rev-parse", "HEAD"], cwd=work)}
+
+
+def _blobs(repo):
+    """{path: blob id} of a repository's index."""
+    res = proc.git(["ls-files", "-s", "-z"], cwd=repo, check=False)
+    found = {}
+    for record in res.stdout.split("\0"):
+        if record:
+            meta, path = record.split("\t", 1)
+            found[path] = meta.split()[1]
+    return found
+
+
+def _keep_mtimes(old, new):
+    """Gives files whose content did not change their old times, so a
+    rebuild after a change to one patch recompiles only what it touches."""
+    before = _blobs(old)
+    for path, blob in _blobs(new).items():
+        if before.get(path) == blob:
+            try:
+                st = os.stat(os.path.join(old, path))
+                os.utime(os.path.join(new, path),
+                         ns=(st.st_atime_ns, st.st_mtime_ns))
+            except OSError:
+                pass  # a missing old file only costs a recompile
 
 
 def _copy_tree(tree_dir, work):

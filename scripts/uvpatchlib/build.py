@@ -1,8 +1,9 @@
 """Configuring and building with CMake's Ninja generator.
 
 Each variant (target, patched or base, config) has its own folder under
-out/build/, with two CMake projects: libuv itself (its static library and
-test runner) and tests/regress, linked against that library.
+out/build/, with three CMake projects: libuv itself (its static library
+and test runner), tests/regress and tests/bench, linked against that
+library.
 """
 
 import glob
@@ -24,11 +25,13 @@ CONFIGS = {
     "ubsan": {"build_type": "Debug",
               "cflags": "-fsanitize=undefined -fno-sanitize-recover=all"},
 }
-TARGETS = ("native", "linux", "windows")
+TARGETS = ("native", "linux", "macos", "windows")
 
 
 def host_target():
-    return "windows" if platform.system() == "Windows" else "linux"
+    system = platform.system()
+    return {"Windows": "windows", "Darwin": "macos"}.get(system,
+                                                         system.lower())
 
 
 def resolve_target(target):
@@ -38,8 +41,9 @@ def resolve_target(target):
         raise UvPatchError("unknown target %r" % target,
                            hint="use one of: %s" % ", ".join(TARGETS),
                            status=EXIT_USAGE)
-    if target == "linux" and platform.system() != "Linux":
-        raise UvPatchError("--target linux builds natively on Linux only",
+    if target != "windows" and target != host_target():
+        raise UvPatchError("--target %s builds natively on %s only"
+                           % (target, target),
                            hint="use --target native on this system",
                            status=EXIT_USAGE)
     return target
@@ -78,6 +82,7 @@ class Variant:
         self.dir = os.path.join(out, "build", name)
         self.libuv_dir = os.path.join(self.dir, "libuv")
         self.regress_dir = os.path.join(self.dir, "regress")
+        self.bench_dir = os.path.join(self.dir, "bench")
         self.source = os.path.join(out, "src" if patched else "base")
         self.name = name
 
@@ -91,6 +96,9 @@ class Variant:
 
     def program(self, name):
         return os.path.join(self.regress_dir, name + self.exe_suffix)
+
+    def bench_program(self, name):
+        return os.path.join(self.bench_dir, name + self.exe_suffix)
 
     def library(self):
         for pattern in ("libuv.a", "uv.a", "libuv.lib", "uv_a.lib"):
@@ -173,10 +181,17 @@ def build_variant(manifest, out, target="native", patched=True,
     _configure(variant.source, variant.libuv_dir,
                args + ["-DBUILD_TESTING=ON", "-DLIBUV_BUILD_BENCH=OFF"])
     did = _ninja(variant.libuv_dir, ["uv_a", "uv_run_tests_a"])
+    linked = args + ["-DUV_SOURCE_DIR=" + os.path.abspath(variant.source),
+                     "-DUV_LIBRARY=" + os.path.abspath(variant.library())]
     _configure(os.path.join(root, "tests", "regress"), variant.regress_dir,
-               args + ["-DUV_SOURCE_DIR=" + os.path.abspath(variant.source),
-                       "-DUV_LIBRARY=" + os.path.abspath(variant.library())])
+               linked)
     did = _ninja(variant.regress_dir) or did
+    bench = os.path.join(root, "tests", "bench")
+    # Built with the rest so `bench` finds them; a checkout without the
+    # folder (or a fixture) just has no benchmarks.
+    if os.path.isfile(os.path.join(bench, "CMakeLists.txt")):
+        _configure(bench, variant.bench_dir, linked)
+        did = _ninja(variant.bench_dir) or did
     proc.note("%s: %s" % (variant.name, "built" if did else "up to date"))
     return variant
 

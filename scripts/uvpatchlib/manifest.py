@@ -17,7 +17,7 @@ SCHEMA = 1
 UPSTREAM_STATUSES = ("Pending", "Submitted", "Accepted", "Backport",
                      "Denied", "Inactive-Upstream", "Inappropriate")
 PLATFORMS = ("unix", "linux", "macos", "windows")
-TARGETS = ("linux", "windows")
+TARGETS = ("linux", "macos", "windows")
 SOURCE_KINDS = ("git", "archive", "debian")
 
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")
