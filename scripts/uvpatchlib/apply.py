@@ -272,20 +272,26 @@ def export_base(out):
                 return base
     except (OSError, ValueError):
         pass
-    work = os.path.join(out, ".base.new")
+    export_commit(src, BASE_TAG, base)
+    write_atomic(stamp, json.dumps({"tree": state["tree"]}) + "\n")
+    return base
+
+
+def export_commit(src, commit, dest):
+    """Writes the files of ``commit`` of the repository ``src`` to ``dest``
+    (replacing it), through a scratch folder beside it."""
+    work = dest + ".new"
     remove_tree(work)
     os.makedirs(work)
-    index = os.path.join(out, ".base.index")
+    index = dest + ".index"
     env = {"GIT_INDEX_FILE": os.path.abspath(index),
            "GIT_WORK_TREE": os.path.abspath(work)}
     try:
-        proc.git(["read-tree", BASE_TAG], cwd=src, env=env)
+        proc.git(["read-tree", commit], cwd=src, env=env)
         proc.git(["checkout-index", "-a", "-f"], cwd=src, env=env)
     finally:
         remove_tree(index)
-    replace_dir(work, base)
-    write_atomic(stamp, json.dumps({"tree": state["tree"]}) + "\n")
-    return base
+    replace_dir(work, dest)
 
 
 def patch_commits(src):

@@ -71,19 +71,21 @@ def windows_toolchain_missing():
 class Variant:
     """One build folder: target x patched/base x config."""
 
-    def __init__(self, root, out, target, patched, config):
+    def __init__(self, root, out, target, patched, config, source=None,
+                 label=None):
         self.root = root
         self.out = out
         self.target = target
         self.patched = patched
         self.config = config
-        name = "%s-%s-%s" % (target, "patched" if patched else "base",
-                             config)
+        label = label or ("patched" if patched else "base")
+        name = "%s-%s-%s" % (target, label, config)
         self.dir = os.path.join(out, "build", name)
         self.libuv_dir = os.path.join(self.dir, "libuv")
         self.regress_dir = os.path.join(self.dir, "regress")
         self.bench_dir = os.path.join(self.dir, "bench")
-        self.source = os.path.join(out, "src" if patched else "base")
+        self.source = source or os.path.join(out, "src" if patched
+                                             else "base")
         self.name = name
 
     @property
@@ -160,6 +162,16 @@ def _ninja(build_dir, targets=()):
 
 def build_variant(manifest, out, target="native", patched=True,
                   config="Release", source=None, discard=False):
+    target = check_target(target, config)
+    apply_series(manifest, out, source=source, discard=discard)
+    if not patched:
+        export_base(out)
+    return build_tree(Variant(manifest.root, out, target, patched, config))
+
+
+def check_target(target, config):
+    """The resolved target, after checking it and ``config`` can be built
+    here."""
     target = resolve_target(target)
     if config not in CONFIGS:
         raise UvPatchError("unknown config %r" % config,
@@ -171,11 +183,12 @@ def build_variant(manifest, out, target="native", patched=True,
             raise UvPatchError("cannot build for Windows: " + missing,
                                hint="see README.md, Prerequisites",
                                status=EXIT_FAILURE)
-    root = manifest.root
-    apply_series(manifest, out, source=source, discard=discard)
-    if not patched:
-        export_base(out)
-    variant = Variant(root, out, target, patched, config)
+    return target
+
+
+def build_tree(variant):
+    """Configures (when needed) and builds one variant's three projects."""
+    root = variant.root
     proc.step("build %s" % variant.name)
     args = _common_args(variant)
     _configure(variant.source, variant.libuv_dir,

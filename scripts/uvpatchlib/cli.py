@@ -56,8 +56,12 @@ def cmd_check(args, manifest):
     proc.step("check")
     with Lock(args.out, "check"):
         failed = check(manifest, args.out, _print_result)
+        if args.bisect and not failed:
+            from .bisect import bisect
+            proc.step("check --bisect")
+            failed = bisect(manifest, args.out, _print_result)
     if failed:
-        raise UvPatchError("%d patch(es) fail the series rules" % failed,
+        raise UvPatchError("%d check(s) of the series failed" % failed,
                            hint="fix the messages in out/src (git commit "
                                 "--amend) and run `scripts/uvpatch refresh`")
 
@@ -186,7 +190,11 @@ COMMANDS = {
                                         help="install include/ and lib/ "
                                              "there")]),
     "check": (cmd_check, "lint the series: hashes, canonical form, "
-              "messages, exact apply", []),
+              "messages, exact apply",
+              [lambda p: p.add_argument(
+                  "--bisect", action="store_true",
+                  help="also build each prefix of the series and run its "
+                       "tests (slow)")]),
     "rebase": (cmd_rebase, "move the series to another upstream commit "
                "(three-way merge in out/rebase)",
                [_add_rebase_options]),

@@ -20,6 +20,8 @@ from .errors import UvPatchError, EXIT_FAILURE
 
 CASE_TIMEOUT = 60
 LIBUV_TEST_TIMEOUT = 120
+# libuv's runner exits with TEST_SKIP (7) for a skipped test.
+LIBUV_SKIP_STATUS = 7
 # libuv's own tests that the default run takes: those of the code the
 # series touches.
 LIBUV_SELECTION = ("udp_", "timer", "loop_", "hrtime", "metrics_")
@@ -207,9 +209,20 @@ def _one_line(text):
     return lines[-1] if lines else ""
 
 
-def run_case(runner, variant, program, case):
-    """Returns (status, why) for one case, in a process of its own."""
+def _measurements(err):
+    """What a case printed on stderr about its run (counts, timings),
+    at most two lines, shown beside its result."""
+    lines = [ln.strip().lstrip("# ") for ln in err.splitlines()
+             if ln.strip()]
+    return [ln[:200] for ln in lines[-2:]]
+
+
+def run_case(runner, variant, program, case, notes=None):
+    """Returns (status, why) for one case, in a process of its own;
+    appends what the case measured to ``notes``."""
     code, out, err = runner.run(variant.program(program), [case])
+    if notes is not None:
+        notes.extend(_measurements(err))
     for line in out.splitlines():
         if line.startswith("ok "):
             return "PASS", ""
@@ -257,9 +270,15 @@ def run_regress(manifest, patched, base, runner, tally):
         for case in cases:
             name = "%s/%s" % (program, case)
             found.add(name)
-            status, why = run_case(runner, patched, program, case)
+            notes, base_notes = [], []
+            status, why = run_case(runner, patched, program, case, notes)
             tally.result(status, "%s regress %s" % (target, name), why)
-            base_status, base_why = run_case(runner, base, program, case)
+            for note in notes:
+                tally.info("patched: " + note)
+            base_status, base_why = run_case(runner, base, program, case,
+                                             base_notes)
+            for note in base_notes:
+                tally.info("base:    " + note)
             if name in proofs:
                 patch, native_only = proofs[name]
                 label = "%s proof %s (%s)" % (target, name, patch)
@@ -283,6 +302,32 @@ def run_regress(manifest, patched, base, runner, tally):
                      "deps.json names a case that does not exist")
 
 
+def run_memcheck(manifest, patched, runner, tally):
+    """The cases deps.json names under memcheck, once more under valgrind:
+    no invalid access and no leak, on the patched build."""
+    cases = [c for e in manifest.series for c in e.get("memcheck", [])]
+    if not cases or patched.target != host_target() or runner.under_wine:
+        return
+    valgrind = shutil.which("valgrind")
+    for case in cases:
+        name = "%s valgrind %s" % (patched.target, case)
+        if not valgrind:
+            tally.result("SKIP", name, "valgrind not installed "
+                         "(apt-get install valgrind)")
+            continue
+        program, _, case_name = case.partition("/")
+        code, out, err = runner.run(
+            valgrind, ["-q", "--error-exitcode=99", "--leak-check=full",
+                       "--errors-for-leak-kinds=definite,indirect",
+                       patched.program(program), case_name],
+            timeout=CASE_TIMEOUT * 3)
+        if code == 0 and ("ok " + case_name) in out.splitlines():
+            tally.result("PASS", name, "no invalid access, no leak")
+        else:
+            tally.result("FAIL", name, "%s; %s" % (_status_name(code),
+                                                   _one_line(err)[:300]))
+
+
 def _libuv_tests(runner, variant):
     code, out, err = runner.run(variant.runner(), ["--list"],
                                 cwd=variant.source)
@@ -294,15 +339,17 @@ def _libuv_tests(runner, variant):
     return [ln.split()[0] for ln in out.splitlines() if ln.strip()]
 
 
-def _libuv_run(runner, variant, test):
+def libuv_run(runner, variant, test):
     code, out, err = runner.run(variant.runner(), [test], cwd=variant.source,
                                 timeout=LIBUV_TEST_TIMEOUT)
     text = out + err
-    if code == 0:
+    if code in (0, LIBUV_SKIP_STATUS):
         for line in text.splitlines():
             if "# SKIP" in line:
-                return "SKIP", line.split("# SKIP", 1)[1].strip()
-        return "PASS", ""
+                why = line.split("# SKIP", 1)[1].strip()
+                return "SKIP", why or "skipped by the test (no reason given)"
+        if code == 0:
+            return "PASS", ""
     return "FAIL", _status_name(code) + "; " + _one_line(text)[:200]
 
 
@@ -323,15 +370,15 @@ def run_libuv(patched, base, runner, tally, everything):
         if refused:
             tally.result("SKIP", name, refused)
             continue
-        status, why = _libuv_run(runner, patched, test)
+        status, why = libuv_run(runner, patched, test)
         if status != "FAIL":
             tally.result(status, name, why)
             continue
-        again, _ = _libuv_run(runner, patched, test)
+        again, _ = libuv_run(runner, patched, test)
         if test not in base_tests:
             tally.result("FAIL", name, why + " (new test of the series)")
             continue
-        base_status, base_why = _libuv_run(runner, base, test)
+        base_status, base_why = libuv_run(runner, base, test)
         if base_status == "FAIL":
             tally.result("SKIP", name, "fails on the unpatched base too: "
                          + base_why)
@@ -386,6 +433,7 @@ def test(manifest, out, suite="regression", target=None, config="Release",
         try:
             if suite in ("regression", "all"):
                 run_regress(manifest, patched, base, runner, tally)
+                run_memcheck(manifest, patched, runner, tally)
             run_libuv(patched, base, runner, tally,
                       everything=suite in ("libuv", "all"))
         finally:

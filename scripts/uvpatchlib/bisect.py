@@ -1,0 +1,88 @@
+"""check --bisect: every prefix of the series builds and passes its tests.
+
+The kernel's rule: a series is bisectable only if the tree builds and its
+tests pass after each patch. For each prefix 0001..k this builds the tree
+(for the host), then runs the regression programs of the patches in the
+prefix that apply to the host, and the libuv tests those patches add.
+"""
+
+import json
+import os
+import re
+
+from . import proc
+from .apply import apply_series, export_commit, read_state
+from .build import Variant, build_tree, check_target, host_target
+from .fsutil import write_atomic
+from .testing import Runner, list_cases, run_case, libuv_run
+
+# Which series platforms a host target exercises.
+_COVERS = {"linux": {"unix", "linux"}, "macos": {"unix", "macos"},
+           "windows": {"windows"}}
+_DECLARE = re.compile(r"^\+TEST_DECLARE\s*\(\s*(\w+)\s*\)", re.M)
+
+
+def _added_libuv_tests(src, commit):
+    diff = proc.git_out(["show", "--format=", commit, "--",
+                         "test/test-list.h"], cwd=src)
+    return _DECLARE.findall(diff)
+
+
+def _export_prefix(src, commit, dest):
+    stamp = dest + ".json"
+    try:
+        with open(stamp, encoding="utf-8") as f:
+            if json.load(f).get("commit") == commit and os.path.isdir(dest):
+                return
+    except (OSError, ValueError):
+        pass
+    export_commit(src, commit, dest)
+    write_atomic(stamp, json.dumps({"commit": commit}) + "\n")
+
+
+def bisect(manifest, out, report, config="Release"):
+    """Calls ``report(status, name, why)`` per prefix; returns failures."""
+    target = check_target(None, config)
+    src = apply_series(manifest, out)
+    applied = read_state(src)["patches"]
+    runner = Runner(target)
+    failures = 0
+    libuv_tests = []
+    for k, (entry, state) in enumerate(zip(manifest.series, applied), 1):
+        label = "bisect %s" % entry["file"]
+        dest = os.path.join(out, "bisect", "%04d" % k)
+        _export_prefix(src, state["commit"], dest)
+        variant = Variant(manifest.root, out, target, True, config,
+                          source=dest, label="prefix%04d" % k)
+        try:
+            build_tree(variant)
+        except Exception as e:  # noqa: BLE001 - reported, then next prefix
+            report("FAIL", label, "does not build: %s"
+                   % getattr(e, "message", e))
+            failures += 1
+            continue
+        libuv_tests += _added_libuv_tests(src, state["commit"])
+        bad, ran = [], 0
+        for prior in manifest.series[:k]:
+            if not set(prior["platforms"]) & _COVERS.get(target, set()):
+                continue
+            for program in prior.get("tests", []):
+                for case in list_cases(runner, variant, program):
+                    status, why = run_case(runner, variant, program, case)
+                    ran += 1
+                    if status == "FAIL":
+                        bad.append("%s/%s: %s" % (program, case, why))
+        for test in libuv_tests:
+            status, why = libuv_run(runner, variant, test)
+            ran += 1
+            if status == "FAIL":
+                bad.append("libuv %s: %s" % (test, why))
+        if bad:
+            failures += 1
+            report("FAIL", label, "; ".join(bad)[:600])
+        else:
+            report("PASS", label, "builds for %s; %d tests of the prefix "
+                   "pass or skip" % (target, ran))
+    if target != host_target():
+        proc.note("bisect ran for %s" % target)
+    return failures
