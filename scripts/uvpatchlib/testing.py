@@ -19,6 +19,7 @@ from .check import check
 from .errors import UvPatchError, EXIT_FAILURE
 
 CASE_TIMEOUT = 60
+SANITIZED = ("asan", "ubsan")
 LIBUV_TEST_TIMEOUT = 120
 # libuv's runner exits with TEST_SKIP (7) for a skipped test.
 LIBUV_SKIP_STATUS = 7
@@ -311,6 +312,11 @@ def run_memcheck(manifest, patched, runner, tally):
     valgrind = shutil.which("valgrind")
     for case in cases:
         name = "%s valgrind %s" % (patched.target, case)
+        if patched.config in SANITIZED:
+            tally.result("SKIP", name, "a %s build: valgrind cannot run it, "
+                         "and the sanitizer checked the case above"
+                         % patched.config)
+            continue
         if not valgrind:
             tally.result("SKIP", name, "valgrind not installed "
                          "(apt-get install valgrind)")
