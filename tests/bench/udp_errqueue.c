@@ -1,0 +1,517 @@
+/* Copyright the uvpatch contributors. MIT licence, as libuv.
+ *
+ * Benchmark for "linux,udp: drain the error queue on EPOLLERR" (Linux only).
+ * Prints one JSON object per line on stdout.
+ *
+ *   idle:  one ICMP error report queued on a UV_UDP_LINUX_RECVERR socket
+ *          that receives; loop iterations and CPU seconds in 5 s.
+ *   flood: a second process (forked, sharing the receiving socket) sends
+ *          datagrams from that socket to a closed loopback port as fast as
+ *          it can, so that port-unreachable reports pour into the socket's
+ *          error queue, and sends numbered datagrams to the socket from a
+ *          socket of its own. The receiving loop runs a 1 ms repeating
+ *          timer. Reported: timer lateness (p50/p99/max), datagrams sent,
+ *          delivered and lost, reports delivered, the kernel's UDP
+ *          RcvbufErrors, and the receiver's CPU time.
+ *
+ * Build by hand against a static libuv, e.g.:
+ *   gcc -O2 -Wall -I TREE/include udp_errqueue.c BUILD/libuv.a \
+ *       -lpthread -ldl -lrt -lm -o udp_errqueue
+ *   ./udp_errqueue LABEL [idle|flood|all] [TRIGGERS_PER_MS] [WORK_US]
+ *                  [IDLE_MS]
+ *
+ * TRIGGERS_PER_MS paces the flood: that many sends to the closed port every
+ * millisecond (0, the default, sends as fast as one core allows). WORK_US
+ * makes every 1 ms timer tick busy-wait that long, standing in for an
+ * application that has work to do: loop iterations get longer, so more
+ * reports arrive per iteration than the drain budget takes (0 by default).
+ * IDLE_MS is how long the idle scenario runs (default 5000, at most 60000).
+ *
+ * When it can (root, or unprivileged user namespaces), it first moves into
+ * a private network namespace with loopback up and the ICMP rate limits
+ * raised, so that neither the global ICMP limit nor other traffic shapes
+ * the flood. Only loopback addresses are sent to, and every loop is bounded
+ * in time and count.
+ */
+
+#define _GNU_SOURCE
+
+#include <uv.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef __linux__
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define IDLE_MS 5000
+#define FLOOD_MS 2000
+#define TAIL_MS 500
+#define FLOOD_MAX_SENDS 5000000L
+#define DATA_EVERY 16          /* One data datagram per this many triggers. */
+#define MAX_DATA 400000
+#define MAX_TICKS 8192
+
+static const char* label;
+static int netns;
+static long rate;  /* Flood sends per millisecond; 0: unpaced. */
+static long work_us;  /* Busy time per timer tick. */
+static long idle_ms = IDLE_MS;
+
+static uv_loop_t* loop;
+static uv_udp_t udp;
+static uv_timer_t stop_timer;
+static uv_timer_t tick_timer;
+static uv_check_t check;
+
+static long iterations;
+static long reports;
+static long plain_errors;
+static long datagrams;
+static long duplicates;
+static unsigned char* seen;
+
+static uint64_t last_tick;
+static long nticks;
+static double lateness_us[MAX_TICKS];
+
+
+static double cpu_seconds(void) {
+  struct rusage ru;
+
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+         ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+}
+
+
+static long udp_rcvbuf_errors(void) {
+  char line[1024];
+  char head[1024];
+  char* names;
+  char* vals;
+  char* sn;
+  char* sv;
+  char* n;
+  char* v;
+  FILE* f;
+  int have_head;
+
+  f = fopen("/proc/net/snmp", "r");
+  if (f == NULL)
+    return -1;
+  have_head = 0;
+  while (fgets(line, sizeof(line), f) != NULL) {
+    if (strncmp(line, "Udp: ", 5) != 0)
+      continue;
+    if (!have_head) {
+      strcpy(head, line);
+      have_head = 1;
+      continue;
+    }
+    names = head + 5;
+    vals = line + 5;
+    n = strtok_r(names, " \n", &sn);
+    v = strtok_r(vals, " \n", &sv);
+    while (n != NULL && v != NULL) {
+      if (strcmp(n, "RcvbufErrors") == 0) {
+        fclose(f);
+        return atol(v);
+      }
+      n = strtok_r(NULL, " \n", &sn);
+      v = strtok_r(NULL, " \n", &sv);
+    }
+  }
+  fclose(f);
+  return -1;
+}
+
+
+static void write_sysctl(const char* path, const char* value) {
+  int fd;
+
+  fd = open(path, O_WRONLY);
+  if (fd < 0)
+    return;
+  if (write(fd, value, strlen(value)) < 0)
+    (void) 0;
+  close(fd);
+}
+
+
+static int private_netns(void) {
+  struct ifreq ifr;
+  int fd;
+  int r;
+
+  if (unshare(CLONE_NEWNET) != 0)
+    return -1;
+  fd = socket(AF_INET, SOCK_DGRAM, 0);
+  if (fd < 0)
+    return -1;
+  memset(&ifr, 0, sizeof(ifr));
+  strcpy(ifr.ifr_name, "lo");
+  r = ioctl(fd, SIOCGIFFLAGS, &ifr);
+  ifr.ifr_flags |= IFF_UP;
+  if (r == 0)
+    r = ioctl(fd, SIOCSIFFLAGS, &ifr);
+  close(fd);
+  if (r != 0)
+    return -1;
+  write_sysctl("/proc/sys/net/ipv4/icmp_msgs_burst", "10000000");
+  write_sysctl("/proc/sys/net/ipv4/icmp_msgs_per_sec", "10000000");
+  write_sysctl("/proc/sys/net/ipv4/icmp_ratelimit", "0");
+  return 0;
+}
+
+
+static void closed_port(struct sockaddr_in* out) {
+  socklen_t len;
+  int fd;
+
+  memset(out, 0, sizeof(*out));
+  out->sin_family = AF_INET;
+  out->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  len = sizeof(*out);
+  fd = socket(AF_INET, SOCK_DGRAM, 0);
+  bind(fd, (struct sockaddr*) out, len);
+  getsockname(fd, (struct sockaddr*) out, &len);
+  close(fd);
+}
+
+
+static void on_alloc(uv_handle_t* h, size_t size, uv_buf_t* buf) {
+  static char slab[65536];
+  (void) h;
+  (void) size;
+  *buf = uv_buf_init(slab, sizeof(slab));
+}
+
+
+static void on_recv(uv_udp_t* h,
+                    ssize_t nread,
+                    const uv_buf_t* buf,
+                    const struct sockaddr* addr,
+                    unsigned flags) {
+  unsigned seq;
+  (void) h;
+  (void) addr;
+
+  if (nread > 0) {
+    datagrams++;
+    if (seen != NULL && nread >= (ssize_t) sizeof(seq)) {
+      memcpy(&seq, buf->base, sizeof(seq));
+      if (seq < MAX_DATA) {
+        if (seen[seq])
+          duplicates++;
+        seen[seq] = 1;
+      }
+    }
+  } else if (nread < 0) {
+    if (flags & UV_UDP_LINUX_RECVERR)
+      reports++;
+    else
+      plain_errors++;
+  }
+}
+
+
+static void on_check(uv_check_t* c) {
+  (void) c;
+  iterations++;
+}
+
+
+static void on_tick(uv_timer_t* t) {
+  uint64_t now;
+  double late;
+  (void) t;
+
+  now = uv_hrtime();
+  if (last_tick != 0 && nticks < MAX_TICKS) {
+    late = (double) (now - last_tick) / 1e3 - 1000.0;
+    late -= work_us;  /* The previous tick's own work is not lateness. */
+    lateness_us[nticks++] = late < 0 ? 0 : late;
+  }
+  last_tick = now;
+  while (work_us > 0 && uv_hrtime() - now < (uint64_t) work_us * 1000)
+    continue;
+}
+
+
+static void on_stop(uv_timer_t* t) {
+  (void) t;
+  uv_stop(loop);
+}
+
+
+static void close_walk(uv_handle_t* h, void* arg) {
+  (void) arg;
+  if (!uv_is_closing(h))
+    uv_close(h, NULL);
+}
+
+
+static void finish_loop(void) {
+  uv_walk(loop, close_walk, NULL);
+  uv_run(loop, UV_RUN_DEFAULT);
+  uv_loop_close(loop);
+}
+
+
+static void reset(void) {
+  iterations = 0;
+  reports = 0;
+  plain_errors = 0;
+  datagrams = 0;
+  duplicates = 0;
+  nticks = 0;
+  last_tick = 0;
+}
+
+
+static int setup_receiver(void) {
+  struct sockaddr_in addr;
+
+  loop = malloc(sizeof(*loop));
+  if (loop == NULL || uv_loop_init(loop) != 0)
+    return -1;
+  uv_ip4_addr("127.0.0.1", 0, &addr);
+  if (uv_udp_init(loop, &udp) != 0 ||
+      uv_udp_bind(&udp, (const struct sockaddr*) &addr,
+                  UV_UDP_LINUX_RECVERR) != 0 ||
+      uv_udp_recv_start(&udp, on_alloc, on_recv) != 0)
+    return -1;
+  uv_check_init(loop, &check);
+  uv_check_start(&check, on_check);
+  uv_timer_init(loop, &stop_timer);
+  return 0;
+}
+
+
+static int bench_idle(void) {
+  struct sockaddr_in dst;
+  uv_os_fd_t fd;
+  double cpu0;
+  double cpu1;
+  uint64_t t0;
+  uint64_t t1;
+
+  reset();
+  if (setup_receiver() != 0)
+    return -1;
+  uv_fileno((uv_handle_t*) &udp, &fd);
+  closed_port(&dst);
+  if (sendto(fd, "idle", 4, 0, (struct sockaddr*) &dst, sizeof(dst)) != 4)
+    return -1;
+  uv_timer_start(&stop_timer, on_stop, (uint64_t) idle_ms, 0);
+  cpu0 = cpu_seconds();
+  t0 = uv_hrtime();
+  uv_run(loop, UV_RUN_DEFAULT);
+  t1 = uv_hrtime();
+  cpu1 = cpu_seconds();
+  finish_loop();
+  free(loop);
+
+  printf("{\"bench\":\"idle_one_report\",\"label\":\"%s\",\"netns\":%d,"
+         "\"wall_s\":%.3f,\"iterations\":%ld,\"cpu_s\":%.3f,"
+         "\"reports\":%ld,\"plain_errors\":%ld}\n",
+         label, netns, (t1 - t0) / 1e9, iterations, cpu1 - cpu0, reports,
+         plain_errors);
+  fflush(stdout);
+  return 0;
+}
+
+
+/* The flooder: runs in a child process that shares the receiving socket. */
+static void flooder(int shared_fd,
+                    const struct sockaddr_in* target,
+                    int result_fd) {
+  struct sockaddr_in dst;
+  struct timespec ts;
+  long results[3];
+  uint64_t next;
+  uint64_t end;
+  uint64_t now;
+  unsigned seq;
+  long attempts;
+  long elicited;
+  int data_fd;
+
+  closed_port(&dst);
+  data_fd = socket(AF_INET, SOCK_DGRAM, 0);
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  next = ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+  end = next + FLOOD_MS * 1000000ULL;
+  attempts = 0;
+  elicited = 0;
+  seq = 0;
+  for (;;) {
+    if (sendto(shared_fd, "flood", 5, 0, (struct sockaddr*) &dst,
+               sizeof(dst)) == 5)
+      elicited++;
+    attempts++;
+    if (attempts % DATA_EVERY == 0 && seq < MAX_DATA) {
+      if (sendto(data_fd, &seq, sizeof(seq), 0,
+                 (const struct sockaddr*) target, sizeof(*target)) ==
+          (ssize_t) sizeof(seq))
+        seq++;
+    }
+    if (rate > 0 && attempts % rate == 0) {
+      /* Paced: sleep until the next millisecond. */
+      next += 1000000ULL;
+      ts.tv_sec = next / 1000000000ULL;
+      ts.tv_nsec = next % 1000000000ULL;
+      clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+    }
+    if (attempts % 256 == 0 || (rate > 0 && attempts % rate == 0)) {
+      clock_gettime(CLOCK_MONOTONIC, &ts);
+      now = ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+      if (now >= end || attempts >= FLOOD_MAX_SENDS)
+        break;
+    }
+  }
+  results[0] = attempts;
+  results[1] = elicited;
+  results[2] = (long) seq;
+  if (write(result_fd, results, sizeof(results)) < 0)
+    _exit(1);
+  _exit(0);
+}
+
+
+static int cmp_double(const void* a, const void* b) {
+  double x;
+  double y;
+
+  x = *(const double*) a;
+  y = *(const double*) b;
+  return x < y ? -1 : x > y;
+}
+
+
+static int bench_flood(void) {
+  struct sockaddr_in target;
+  long results[3];
+  long rcvbuf0;
+  long rcvbuf1;
+  long lost;
+  int namelen;
+  int pipefd[2];
+  uv_os_fd_t fd;
+  double cpu0;
+  double cpu1;
+  double p50;
+  double p99;
+  double max;
+  pid_t pid;
+  int status;
+
+  reset();
+  seen = calloc(MAX_DATA, 1);
+  if (seen == NULL || setup_receiver() != 0)
+    return -1;
+  uv_fileno((uv_handle_t*) &udp, &fd);
+  namelen = sizeof(target);
+  uv_udp_getsockname(&udp, (struct sockaddr*) &target, &namelen);
+  uv_timer_init(loop, &tick_timer);
+  uv_timer_start(&tick_timer, on_tick, 1, 1);
+  uv_timer_start(&stop_timer, on_stop, FLOOD_MS + TAIL_MS, 0);
+
+  if (pipe(pipefd) != 0)
+    return -1;
+  rcvbuf0 = udp_rcvbuf_errors();
+  fflush(stdout);
+  pid = fork();
+  if (pid < 0)
+    return -1;
+  if (pid == 0) {
+    close(pipefd[0]);
+    flooder(fd, &target, pipefd[1]);
+  }
+  close(pipefd[1]);
+
+  cpu0 = cpu_seconds();
+  uv_run(loop, UV_RUN_DEFAULT);
+  cpu1 = cpu_seconds();
+
+  memset(results, 0, sizeof(results));
+  if (read(pipefd[0], results, sizeof(results)) != sizeof(results))
+    fprintf(stderr, "flooder gave no result\n");
+  close(pipefd[0]);
+  waitpid(pid, &status, 0);
+  rcvbuf1 = udp_rcvbuf_errors();
+  finish_loop();
+  free(loop);
+
+  qsort(lateness_us, (size_t) nticks, sizeof(lateness_us[0]), cmp_double);
+  p50 = nticks ? lateness_us[nticks / 2] : -1;
+  p99 = nticks ? lateness_us[(nticks * 99) / 100] : -1;
+  max = nticks ? lateness_us[nticks - 1] : -1;
+  lost = results[2] - datagrams;
+
+  printf("{\"bench\":\"flood\",\"label\":\"%s\",\"netns\":%d,"
+         "\"flood_ms\":%d,\"triggers_per_ms\":%ld,\"work_us\":%ld,\"trigger_sends\":%ld,\"icmp_elicited\":%ld,"
+         "\"reports_delivered\":%ld,\"plain_errors\":%ld,"
+         "\"data_sent\":%ld,\"data_delivered\":%ld,\"data_lost\":%ld,"
+         "\"data_dup\":%ld,\"udp_rcvbuf_errors\":%ld,"
+         "\"iterations\":%ld,\"cpu_s\":%.3f,\"timer_ticks\":%ld,"
+         "\"timer_late_p50_us\":%.1f,\"timer_late_p99_us\":%.1f,"
+         "\"timer_late_max_us\":%.1f}\n",
+         label, netns, FLOOD_MS, rate, work_us, results[0], results[1], reports,
+         plain_errors, results[2], datagrams, lost, duplicates,
+         rcvbuf0 >= 0 && rcvbuf1 >= 0 ? rcvbuf1 - rcvbuf0 : -1,
+         iterations, cpu1 - cpu0, nticks, p50, p99, max);
+  fflush(stdout);
+  free(seen);
+  seen = NULL;
+  return 0;
+}
+
+
+int main(int argc, char** argv) {
+  const char* what;
+
+  label = argc > 1 ? argv[1] : "libuv";
+  what = argc > 2 ? argv[2] : "all";
+  rate = argc > 3 ? atol(argv[3]) : 0;
+  work_us = argc > 4 ? atol(argv[4]) : 0;
+  if (argc > 5)
+    idle_ms = atol(argv[5]);
+  if (idle_ms < 1 || idle_ms > 60000) {
+    fprintf(stderr, "IDLE_MS must be 1 to 60000\n");
+    return 2;
+  }
+  signal(SIGPIPE, SIG_IGN);
+  netns = private_netns() == 0;
+  if (strcmp(what, "idle") == 0 || strcmp(what, "all") == 0)
+    if (bench_idle() != 0)
+      return 1;
+  if (strcmp(what, "flood") == 0 || strcmp(what, "all") == 0)
+    if (bench_flood() != 0)
+      return 1;
+  return 0;
+}
+
+#else  /* !__linux__ */
+
+int main(void) {
+  printf("{\"bench\":\"udp_errqueue\",\"skip\":\"Linux only\"}\n");
+  return 0;
+}
+
+#endif  /* __linux__ */

@@ -1,0 +1,330 @@
+"""bench: the parts that need no build. Statistics, the SVG writer,
+report.json -> report.md, --compare and its bad inputs."""
+
+import copy
+import json
+import os
+import shutil
+import tempfile
+import unittest
+import xml.etree.ElementTree as ET
+
+from fixture import World, write
+
+from uvpatchlib import bench, svg
+from uvpatchlib.errors import UvPatchError
+
+SVG_NS = "{http://www.w3.org/2000/svg}"
+
+
+def sample_report():
+    """A report as bench.measure() makes it, with made-up figures."""
+    sections = {sid: bench.Section(sid) for sid in bench.SECTIONS}
+    sections["udp"].data["patch"] = {
+        "file": "0002-unix-udp-exact-receive-budget.patch",
+        "summary": "unix,udp: exact receive budget", "platforms": ["unix"]}
+    timers = sections["timers"]
+    bench.timer_rows(timers, "linux")
+    bench.timer_rows(timers, "windows")
+    for value in (100.0, 120.0, 110.0):
+        timers.add("linux.oneshot1.p50", "base", value)
+        timers.add("linux.oneshot1.p50", "patched", value / 2)
+    timers.unmeasured("windows.", "Windows under Wine: wine not found")
+    timers.unmeasured("linux.", "timer_lateness exited with 1")
+    udp = sections["udp"]
+    udp.row("seq.recvmmsg.max", "recvmmsg: most per iteration", "datagrams",
+            "count", None)
+    udp.add("seq.recvmmsg.max", "base", 40)
+    udp.add("seq.recvmmsg.max", "patched", 32)
+    udp.data["sequences"] = {"recvmmsg": {"base": [40, 40, 20],
+                                          "patched": [32, 32, 32, 4]}}
+    udp.note("A note | with a bar.")
+    err = sections["errqueue"]
+    err.row("idle.iterations", "loop iterations in 5 s", "iterations",
+            "count", "lower")
+    err.add("idle.iterations", "base", 1000000)
+    err.add("idle.iterations", "patched", 3)
+    tool = sections["tool"]
+    tool.row("apply.wall", "apply, wall", "s", "wall", "lower", single=True)
+    tool.add("apply.wall", "samples", 1.5)
+    tool.add("apply.wall", "samples", 2.5)
+    return {
+        "schema": bench.SCHEMA, "quick": True,
+        "created": "2026-01-01 00:00 UTC",
+        "machine": {"cpu": "Test CPU 3000", "cores": 2,
+                    "kernel": "Linux 6.0", "compiler": "cc (Test) 12"},
+        "source": {"upstream": "v1.50.0", "commit": "8fb9" * 10,
+                   "tree": "2a51" * 10,
+                   "series": [{"file": "0001-a.patch", "sha256": "ab" * 32,
+                               "summary": "a"}]},
+        "settings": dict(bench.QUICK), "kinds": bench.KINDS,
+        "sections": [sections[sid].finish() for sid in bench.SECTIONS],
+        "raw": {"linux.oneshot1": {"base": [10.0, 20.0, 900.0],
+                                   "patched": [5.0, 6.0, -1.0]},
+                "udp.seq.recvmmsg": {"base": [40, 40, 20],
+                                     "patched": [32, 32, 32, 4]}},
+    }
+
+
+class StatisticsTest(unittest.TestCase):
+    def test_median(self):
+        self.assertEqual(bench.median([3, 1, 2]), 2)
+        self.assertEqual(bench.median([4, 1, 3, 2]), 2.5)
+        self.assertEqual(bench.median([7]), 7)
+        with self.assertRaises(ValueError):
+            bench.median([])
+
+    def test_percentile_nearest_rank(self):
+        values = list(range(100, 0, -1))
+        self.assertEqual(bench.percentile(values, 99), 99)
+        self.assertEqual(bench.percentile(values, 50), 50)
+        self.assertEqual(bench.percentile(values, 100), 100)
+        self.assertEqual(bench.percentile(range(1, 11), 99), 10)
+        self.assertEqual(bench.percentile([5], 99), 5)
+        self.assertEqual(bench.percentile([1, 2], 0), 1)
+
+    def test_summary_and_ratio(self):
+        self.assertEqual(bench.summary([5, 1, 9]),
+                         {"n": 3, "median": 5, "min": 1, "max": 9})
+        self.assertIsNone(bench.summary([]))
+        self.assertEqual(bench.ratio([2, 2, 2], [1, 1]), 0.5)
+        self.assertIsNone(bench.ratio([0], [1]))
+        self.assertIsNone(bench.ratio([], [1]))
+
+    def test_rounds_interleave(self):
+        order = [(r, n) for r, n, _ in bench.rounds(
+            3, {"base": 0, "patched": 1})]
+        self.assertEqual(order, [(0, "base"), (0, "patched"),
+                                 (1, "patched"), (1, "base"),
+                                 (2, "base"), (2, "patched")])
+
+    def test_parse_lines_skips_noise(self):
+        text = ('wine: chatter\n{"bench":"a","x":1}\n{broken\n[1]\n'
+                '  {"bench":"b"}\n')
+        self.assertEqual(bench.parse_lines(text),
+                         [{"bench": "a", "x": 1}, {"bench": "b"}])
+
+    def test_only(self):
+        self.assertEqual(bench.parse_only(None), list(bench.SECTIONS))
+        self.assertEqual(bench.parse_only(["udp,timers", "udp"]),
+                         ["udp", "timers"])
+        with self.assertRaises(UvPatchError) as cm:
+            bench.parse_only(["udp,disk"])
+        self.assertIn("disk", cm.exception.message)
+        self.assertTrue(cm.exception.hint)
+
+    def test_section_says_why(self):
+        sec = bench.Section("udp")
+        sec.row("a", "a", "s", "wall", "lower")
+        sec.row("b", "b", "s", "wall", "lower")
+        sec.row("c", "c", "s", "wall", "lower")
+        sec.add("a", "base", 1)
+        sec.add("a", "patched", 1)
+        sec.add("b", "base", 1)
+        sec.unmeasured("c", "valgrind is not installed")
+        rows = {r["id"]: r for r in sec.finish()["rows"]}
+        self.assertIsNone(rows["a"]["why"])
+        self.assertTrue(rows["b"]["why"])
+        self.assertEqual(rows["c"]["why"], "valgrind is not installed")
+
+
+class SvgTest(unittest.TestCase):
+    def parse(self, text):
+        root = ET.fromstring(text)
+        self.assertEqual(root.tag, SVG_NS + "svg")
+        return root
+
+    def test_histogram_is_valid_svg(self):
+        root = self.parse(svg.histogram(
+            "lateness <1 ms> & more", "µs",
+            [("base", [1.0, 2.0, 2.5, 100.0]), ("patched", [1.0, 1.1])]))
+        rects = root.findall(SVG_NS + "rect")
+        self.assertGreater(len(rects), 4)
+        self.assertEqual(root.find(SVG_NS + "title").text,
+                         "lateness <1 ms> & more")
+
+    def test_histogram_clips_outliers(self):
+        text = svg.histogram("t", "x", [("base", [1.0, 2.0, 3.0] * 50
+                                         + [9000.0]),
+                                        ("patched", [1.5] * 100)])
+        self.parse(text)
+        self.assertIn("last bin also holds 1 value(s) above 3 (max 9000)",
+                      text)
+
+    def test_histogram_edge_cases(self):
+        self.parse(svg.histogram("empty", "x", [("base", []),
+                                                ("patched", [])]))
+        self.parse(svg.histogram("one value", "x", [("base", [3.0] * 5),
+                                                    ("patched", [])]))
+        self.parse(svg.histogram("negative", "x", [("base", [-5, 5])]))
+
+    def test_bars_is_valid_svg(self):
+        root = self.parse(svg.bars("per iteration", "iteration", "n",
+                                   [("base", [40, 40, 20]),
+                                    ("patched", [32, 32, 32, 4])]))
+        texts = [t.text for t in root.iter(SVG_NS + "text")]
+        self.assertIn("40", texts)
+        self.assertIn("4", texts)
+        self.parse(svg.bars("nothing", "x", "y", [("base", [])]))
+        self.parse(svg.bars("zeros", "x", "y", [("base", [0, 0])]))
+
+
+class RenderTest(unittest.TestCase):
+    def test_markdown(self):
+        md = bench.render(sample_report())
+        self.assertIn("| CPU | Test CPU 3000 |", md)
+        self.assertIn("commit `" + "8fb9" * 10 + "`", md)
+        self.assertIn("| `0001-a.patch` | `" + "ab" * 8 + "` |", md)
+        for title in bench.TITLES.values():
+            self.assertIn("## " + title, md)
+        self.assertIn("`0002-unix-udp-exact-receive-budget.patch`", md)
+        self.assertIn("110 (100–120) | 55.0 (50.0–60.0) | 0.50× |", md)
+        self.assertIn("| 1000000 | 3 | 3e-06× |", md)
+        self.assertIn("not measured: Windows under Wine: wine not found",
+                      md)
+        self.assertIn("| 40 | 32 | 0.80× |", md)
+        self.assertIn("- recvmmsg, base: 40 40 20", md)
+        self.assertIn("- recvmmsg, patched: 32 32 32 4", md)
+        self.assertIn("| 2.00 (1.50–2.50) | 2 |", md)
+        self.assertIn("Nothing here is asserted", md)
+        # Every table row has as many cells as its header.
+        for line in md.splitlines():
+            if line.startswith("| ") and "not measured" in line:
+                self.assertIn(line.count("|"), (5, 6))
+
+    def test_write_and_check(self):
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp, True)
+        md = os.path.join(tmp, "report.md")
+        path = bench.write_report(sample_report(), md)
+        self.assertEqual(path, os.path.join(tmp, "report.json"))
+        data = bench.load_report(path)
+        names = sorted(p["file"] for p in data["plots"])
+        self.assertEqual(names, ["timer-1ms-linux.svg",
+                                 "udp-per-iteration-recvmmsg.svg"])
+        for name in names:
+            ET.parse(os.path.join(tmp, name))
+            with open(md, encoding="utf-8") as f:
+                self.assertIn("(%s)" % name, f.read())
+        problems = [p for p in bench.check_report(data, md) if p[1]]
+        checked = bench.check_report(data, md)
+        self.assertIn(("udp", None, "all 1 figures measured"), checked)
+        self.assertIn(("timers", None, "1 of 22 figures measured, the "
+                       "rest say why"), checked)
+        self.assertEqual(problems, [])
+        self.assertEqual(sorted(os.listdir(tmp)),
+                         sorted(names + ["report.json", "report.md"]))
+
+    def test_check_finds_a_missing_section(self):
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp, True)
+        report = sample_report()
+        report["sections"] = report["sections"][:2]
+        md = os.path.join(tmp, "report.md")
+        data = bench.load_report(bench.write_report(report, md))
+        problems = {p[0]: p[1] for p in bench.check_report(data, md)}
+        self.assertEqual(problems["errqueue"], "missing from report.json")
+        self.assertIsNone(problems["udp"])
+
+
+class CompareTest(unittest.TestCase):
+    def test_differences(self):
+        old = sample_report()
+        new = copy.deepcopy(old)
+        new["machine"]["cpu"] = "Other CPU"
+        rows = {r["id"]: r for r in new["sections"][2]["rows"]}
+        rows["idle.iterations"]["patched"] = [6]
+        new["sections"][2]["rows"].append(
+            {"id": "idle.cpu", "label": "cpu", "unit": "s", "kind": "cpu",
+             "better": "lower", "base": [1], "patched": [1], "why": None})
+        del new["sections"][3]["rows"][0]
+        text = bench.compare(old, new)
+        self.assertIn("machine cpu: Test CPU 3000 -> Other CPU", text)
+        self.assertIn("errqueue.idle.iterations (iterations): base 1000000 "
+                      "-> 1000000 (+0.0%); patched 3 -> 6 (+100.0%)", text)
+        self.assertIn("errqueue.idle.cpu: only in the new report", text)
+        self.assertIn("tool.apply.wall: only in the old report", text)
+        self.assertIn("timers.windows.oneshot1.p50 (µs): base not measured "
+                      "in either", text)
+
+    def test_skipped_section(self):
+        old = sample_report()
+        new = copy.deepcopy(old)
+        new["sections"][0]["skipped"] = "not measured: --only udp"
+        new["sections"][0]["rows"] = []
+        text = bench.compare(old, new)
+        self.assertIn("timers: not measured in the new report (not "
+                      "measured: --only udp)", text)
+        self.assertNotIn("timers.linux", text)
+
+    def test_same_report(self):
+        report = sample_report()
+        text = bench.compare(report, copy.deepcopy(report))
+        self.assertNotIn("machine", text)
+        self.assertIn("tool.apply.wall (s): 2.00 -> 2.00 (+0.0%)", text)
+
+
+class CompareCommandTest(World):
+    def report_file(self, name, data):
+        path = os.path.join(self.tmp, name)
+        write(path, data if isinstance(data, str) else json.dumps(data))
+        return path
+
+    def test_two_reports(self):
+        a = self.report_file("a.json", sample_report())
+        b = self.report_file("b.json", sample_report())
+        res = self.tool("bench", "--compare", a, b)
+        self.assertOk(res)
+        self.assertIn("udp.seq.recvmmsg.max (datagrams): base 40 -> 40",
+                      res.stdout)
+        self.assertFalse(os.path.exists(os.path.join(self.out, "bench")))
+
+    def test_missing_file(self):
+        good = self.report_file("a.json", sample_report())
+        res = self.tool("bench", "--compare",
+                        os.path.join(self.tmp, "nope.json"), good)
+        self.assertFails(res, "cannot read", "nope.json")
+        self.assertEqual(res.returncode, 2)
+
+    def test_not_json(self):
+        bad = self.report_file("bad.json", "this is not json {")
+        res = self.tool("bench", "--compare", bad, bad)
+        self.assertFails(res, "bad.json is not JSON")
+
+    def test_wrong_schema(self):
+        good = self.report_file("a.json", sample_report())
+        for data, fragment in (
+                ([1, 2], "the top level is not an object"),
+                ({"schema": 1}, "schema is 1"),
+                (dict(sample_report(), sections="x"), "sections is"),
+                (dict(sample_report(), sections=[{"id": "udp"}]),
+                 "lacks id, title or rows")):
+            bad = self.report_file("wrong.json", data)
+            res = self.tool("bench", "--compare", good, bad)
+            self.assertFails(res, "is not a bench report", fragment)
+        report = sample_report()
+        report["sections"][1]["rows"][0]["base"] = ["fast"]
+        bad = self.report_file("wrong.json", report)
+        self.assertFails(self.tool("bench", "--compare", bad, good),
+                         "not a list of numbers")
+
+    def test_bad_old_report_costs_no_measuring(self):
+        res = self.tool("bench", "--compare",
+                        os.path.join(self.tmp, "nope.json"))
+        self.assertFails(res, "cannot read")
+        self.assertNotIn("=== build", res.stderr)
+
+    def test_three_files(self):
+        a = self.report_file("a.json", sample_report())
+        self.assertFails(self.tool("bench", "--compare", a, a, a),
+                         "--compare takes")
+
+    def test_bad_report_name(self):
+        res = self.tool("bench", "--report",
+                        os.path.join(self.tmp, "report.txt"))
+        self.assertFails(res, "the report is Markdown")
+        self.assertNotIn("=== build", res.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
