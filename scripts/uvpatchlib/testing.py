@@ -444,6 +444,11 @@ def test(manifest, out, suite="regression", target=None, config="Release",
                       everything=suite in ("libuv", "all"))
         finally:
             runner.stop()
+    if suite in ("regression", "all") and target in (None, "all"):
+        # It asserts no figure: it proves the benchmark runs and its report
+        # parses.
+        from .bench import smoke
+        smoke(manifest, out, tally, source=source)
     print(tally.summary(), flush=True)
     if tally.failed:
         raise UvPatchError("%d test(s) failed: %s"

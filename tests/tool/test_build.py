@@ -40,6 +40,8 @@ class BuildTest(World):
         os.makedirs(regress)
         for name in ("CMakeLists.txt", "harness.h"):
             shutil.copy(os.path.join(REPO, "tests", "regress", name), regress)
+        shutil.copy(os.path.join(REPO, "tests", "uv-programs.cmake"),
+                    os.path.dirname(regress))
         write(os.path.join(regress, "fake.c"), PROGRAM)
 
     def test_build_then_noop(self):

@@ -1,0 +1,33 @@
+# Shared by tests/regress and tests/bench: one executable per *.c file of
+# the including folder, linked against a libuv built elsewhere (patched or
+# the pristine base), so base and patched run the very same program.
+cmake_minimum_required(VERSION 3.13)
+
+set(UV_SOURCE_DIR "" CACHE PATH "libuv source tree (for include/)")
+set(UV_LIBRARY "" CACHE FILEPATH "static libuv built from UV_SOURCE_DIR")
+if(NOT UV_SOURCE_DIR OR NOT UV_LIBRARY)
+  message(FATAL_ERROR "set UV_SOURCE_DIR and UV_LIBRARY (scripts/uvpatch build does)")
+endif()
+
+find_package(Threads REQUIRED)
+if(WIN32)
+  set(uv_link_libraries ws2_32 iphlpapi userenv dbghelp ole32 shell32 psapi)
+else()
+  set(uv_link_libraries Threads::Threads ${CMAKE_DL_LIBS})
+  if(CMAKE_SYSTEM_NAME STREQUAL "Linux")
+    list(APPEND uv_link_libraries rt m)
+  endif()
+endif()
+
+file(GLOB uvpatch_programs CONFIGURE_DEPENDS
+     "${CMAKE_CURRENT_SOURCE_DIR}/*.c")
+foreach(source ${uvpatch_programs})
+  get_filename_component(name "${source}" NAME_WE)
+  add_executable(${name} "${source}")
+  target_include_directories(${name} PRIVATE "${UV_SOURCE_DIR}/include")
+  target_link_libraries(${name} PRIVATE "${UV_LIBRARY}" ${uv_link_libraries})
+  if(MINGW)
+    # Static runtime: the programs run under Wine with no DLLs beside them.
+    target_link_options(${name} PRIVATE -static)
+  endif()
+endforeach()
