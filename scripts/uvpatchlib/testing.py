@@ -9,14 +9,17 @@ import glob
 import os
 import platform
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 
 from . import proc
 from .build import (build_variant, host_target, windows_toolchain_missing,
                     cross_windows)
 from .check import check
 from .errors import UvPatchError, EXIT_FAILURE
+from .fsutil import remove_tree
 
 CASE_TIMEOUT = 60
 SANITIZED = ("asan", "ubsan")
@@ -115,16 +118,28 @@ class Runner:
                "namespace (needs unshare and ip, as root)"
 
     def run(self, exe, args, cwd=None, timeout=CASE_TIMEOUT):
+        """(exit status or None on a time-out, stdout, stderr). The program
+        runs in a process group of its own, writing to files rather than
+        pipes: what it leaves running (a helper process, a Wine child)
+        cannot keep us waiting, and is killed with the group."""
         cmd = self.command(exe, args)
         proc.show_command(cmd, cwd)
-        try:
-            res = subprocess.run(cmd, cwd=cwd, env=self.env, timeout=timeout,
-                                 stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True,
-                                 errors="replace")
-        except subprocess.TimeoutExpired as e:
-            return None, _text(e.stdout), _text(e.stderr)
-        return res.returncode, res.stdout, res.stderr
+        with tempfile.TemporaryFile() as out, \
+                tempfile.TemporaryFile() as err:
+            child = subprocess.Popen(cmd, cwd=cwd, env=self.env,
+                                     stdin=subprocess.DEVNULL, stdout=out,
+                                     stderr=err,
+                                     start_new_session=os.name == "posix")
+            try:
+                status = child.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                status = None
+            _kill_group(child)
+            child.wait()
+            out.seek(0)
+            err.seek(0)
+            return (status, out.read().decode(errors="replace"),
+                    err.read().decode(errors="replace"))
 
     def start(self):
         if not self.wine:
@@ -151,10 +166,13 @@ class Runner:
                            stderr=subprocess.DEVNULL)
 
 
-def _text(data):
-    if data is None:
-        return ""
-    return data.decode(errors="replace") if isinstance(data, bytes) else data
+def _kill_group(child):
+    if os.name == "posix":
+        try:
+            os.killpg(child.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    child.kill()
 
 
 def _status_name(code):
@@ -359,7 +377,27 @@ def libuv_run(runner, variant, test):
     return "FAIL", _status_name(code) + "; " + _one_line(text)[:200]
 
 
+def _untracked(tree):
+    if not os.path.isdir(os.path.join(tree, ".git")):
+        return set()
+    res = proc.git(["ls-files", "--others", "-z", "--directory"], cwd=tree,
+                   check=False)
+    return set(p for p in res.stdout.split("\0") if p)
+
+
 def run_libuv(patched, base, runner, tally, everything):
+    """libuv's runner works in the source tree (its fixtures are there) and
+    leaves files behind; they are removed again, so out/src stays as
+    apply made it."""
+    before = _untracked(patched.source)
+    try:
+        _run_libuv(patched, base, runner, tally, everything)
+    finally:
+        for path in _untracked(patched.source) - before:
+            remove_tree(os.path.join(patched.source, path.rstrip("/")))
+
+
+def _run_libuv(patched, base, runner, tally, everything):
     target = patched.target
     proc.step("libuv's suite (%s, %s)" % (target, "all" if everything
                                           else "selection"))

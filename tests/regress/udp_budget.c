@@ -643,6 +643,117 @@ static int backlog_100_recvmmsg_7_chunks(void) {
 #endif
 }
 
+#ifndef _WIN32
+/* recvmmsg mode with a buffer smaller than one datagram of the largest size
+ * (64 KiB). v1.50.0 asks recvmmsg() for no message at all, reads nothing
+ * and never leaves the event; alarm() then ends the process, so the case
+ * fails instead of hanging. Patched, each read takes one datagram.
+ */
+typedef struct {
+  uv_udp_t handle;
+  uv_check_t check;
+  char buf[1024];
+  int this_iter;
+  int log[MAX_LOG];
+  int nlog;
+  unsigned received;
+} small_receiver;
+
+
+static void small_alloc(uv_handle_t* handle, size_t size, uv_buf_t* buf) {
+  small_receiver* s;
+
+  s = handle->data;
+  *buf = uv_buf_init(s->buf, sizeof(s->buf));
+}
+
+
+static void small_recv(uv_udp_t* handle,
+                       ssize_t nread,
+                       const uv_buf_t* buf,
+                       const struct sockaddr* addr,
+                       unsigned flags) {
+  small_receiver* s;
+
+  s = handle->data;
+  if (nread > 0 && addr != NULL) {
+    s->received++;
+    s->this_iter++;
+  }
+}
+
+
+static void small_check(uv_check_t* check) {
+  small_receiver* s;
+
+  s = check->data;
+  if (s->this_iter > 0 && s->nlog < MAX_LOG)
+    s->log[s->nlog++] = s->this_iter;
+  s->this_iter = 0;
+  if (s->received == 100) {
+    uv_close((uv_handle_t*) &s->handle, NULL);
+    uv_close((uv_handle_t*) &s->check, NULL);
+  }
+}
+#endif  /* !_WIN32 */
+
+
+static int backlog_100_recvmmsg_small_buffer(void) {
+#ifdef _WIN32
+  SKIP(UNIX_ONLY_REASON);
+#else
+  small_receiver s;
+  struct sockaddr_storage addr;
+  uv_loop_t loop;
+  uv_udp_t sender;
+  uv_buf_t payload;
+  char data[4];
+  char reason[400];
+  int namelen;
+  int size;
+  unsigned i;
+
+  memset(&s, 0, sizeof(s));
+  CHECK_UV(uv_loop_init(&loop));
+  CHECK_UV(uv_udp_init_ex(&loop, &s.handle, AF_INET | UV_UDP_RECVMMSG));
+  if (!uv_udp_using_recvmmsg(&s.handle))
+    SKIP("recvmmsg is not supported here (uv_udp_using_recvmmsg)");
+  s.handle.data = &s;
+  uv_ip4_addr("127.0.0.1", 0, (struct sockaddr_in*) &addr);
+  CHECK_UV(uv_udp_bind(&s.handle, (const struct sockaddr*) &addr, 0));
+  namelen = sizeof(addr);
+  CHECK_UV(uv_udp_getsockname(&s.handle, (struct sockaddr*) &addr,
+                              &namelen));
+  size = RCVBUF_SIZE;
+  CHECK_UV(uv_recv_buffer_size((uv_handle_t*) &s.handle, &size));
+
+  CHECK_UV(uv_udp_init(&loop, &sender));
+  for (i = 0; i < 100; i++) {
+    put_seq(data, i);
+    payload = uv_buf_init(data, sizeof(data));
+    CHECK(uv_udp_try_send(&sender, &payload, 1,
+                          (const struct sockaddr*) &addr) == 4);
+  }
+  uv_close((uv_handle_t*) &sender, NULL);
+
+  CHECK_UV(uv_check_init(&loop, &s.check));
+  s.check.data = &s;
+  CHECK_UV(uv_check_start(&s.check, small_check));
+  CHECK_UV(uv_udp_recv_start(&s.handle, small_alloc, small_recv));
+  alarm(5);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  alarm(0);
+  CHECK_UV(uv_loop_close(&loop));
+
+  if (s.received != 100)
+    FAIL("received %u datagrams, want 100", s.received);
+  if (compare_log(s.log, s.nlog, WANT_100, reason, sizeof(reason)))
+    FAIL("%s", reason);
+  return CASE_OK;
+#endif
+}
+
+
 
 #ifndef _WIN32
 /* Two sockets with 100 each on one loop: 32 from each per iteration. */
@@ -1069,6 +1180,7 @@ static const test_case cases[] = {
   { "backlog_100_recvmmsg_20_chunks", backlog_100_recvmmsg_20_chunks },
   { "backlog_100_recvmmsg_8_chunks", backlog_100_recvmmsg_8_chunks },
   { "backlog_100_recvmmsg_7_chunks", backlog_100_recvmmsg_7_chunks },
+  { "backlog_100_recvmmsg_small_buffer", backlog_100_recvmmsg_small_buffer },
   { "two_sockets_recvmsg", two_sockets_recvmsg },
   { "two_sockets_recvmmsg_20_chunks", two_sockets_recvmmsg_20_chunks },
   { "self_feed_recvmsg", self_feed_recvmsg },
