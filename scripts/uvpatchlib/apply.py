@@ -202,6 +202,15 @@ def _apply_one(work, path, name):
     if res.returncode != 0:
         detail = (res.stdout + res.stderr).strip()
         proc.git(["am", "--abort"], cwd=work, check=False)
+        if proc.git(["apply", "--check", path], cwd=work,
+                    check=False).returncode == 0:
+            # The diff fits: git am failed for another reason (a full
+            # disk, permissions, a damaged mail header). Say that.
+            raise UvPatchError(
+                "%s: git am failed, though its diff applies:\n  %s"
+                % (name, detail.replace("\n", "\n  ")),
+                hint="fix the cause git names above and run the command "
+                     "again", status=EXIT_APPLY)
         raise UvPatchError(_explain_failure(name, patch, detail),
                            hint="the patch must apply exactly (no fuzz, no "
                                 "offset, no whitespace damage): rebase it "

@@ -15,7 +15,7 @@ import urllib.request
 
 from . import proc
 from .errors import UvPatchError, EXIT_FETCH
-from .fsutil import remove_tree, write_atomic
+from .fsutil import Lock, remove_tree, write_atomic
 from .gittree import tree_id
 from .manifest import sha256_file
 
@@ -60,6 +60,18 @@ class Fetcher:
 
     # The verified entry, from wherever it can be had.
     def fetch(self, source=None):
+        # The cache is shared by every out/: one fetch at a time (the lock
+        # is ~/.cache/uvpatch.lock, beside it). Scratch folders seen under
+        # the lock were left by a killed run.
+        os.makedirs(self.cache, exist_ok=True)
+        with Lock(os.path.dirname(os.path.abspath(self.cache)), "fetch",
+                  wait=True, name="uvpatch.lock"):
+            for name in os.listdir(self.cache):
+                if name.startswith(".tmp-"):
+                    remove_tree(os.path.join(self.cache, name))
+            return self._fetch(source)
+
+    def _fetch(self, source):
         tried = []
         explicit = [(source, "--source")] if source else []
         env_source = os.environ.get("UVPATCH_SOURCE")

@@ -6,6 +6,7 @@ import shutil
 import tempfile
 
 from .errors import UvPatchError, EXIT_STATE
+from .proc import note
 
 
 def write_atomic(path, data):
@@ -59,39 +60,57 @@ def recover_dir(dest):
         os.rename(old, dest)
 
 
-def _lock_fd(fd):
-    """Takes an exclusive lock without waiting; OSError if it is held.
+def _lock_fd(fd, wait=False):
+    """Takes an exclusive lock; OSError if it is held, unless ``wait``.
     The kernel drops it when the process dies, so no stale lock remains."""
     if os.name == "nt":
         import msvcrt
-        msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        import time
+        while True:
+            try:
+                msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+                return
+            except OSError:
+                if not wait:
+                    raise
+                time.sleep(0.2)
     else:
         import fcntl
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
 
 
 class Lock:
-    """An exclusive lock on a folder, so two runs never share out/."""
+    """An exclusive lock on a folder, so two runs never share out/.
+    With ``wait``, a held lock is waited for instead of refused."""
 
-    def __init__(self, folder, what):
-        self.path = os.path.join(folder, ".uvpatch.lock")
+    def __init__(self, folder, what, wait=False, name=".uvpatch.lock"):
+        self.path = os.path.join(folder, name)
         self.what = what
+        self.wait = wait
         self.fd = None
 
     def __enter__(self):
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
         self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            _lock_fd(self.fd)
-        except OSError as e:
+            try:
+                _lock_fd(self.fd)
+            except OSError as e:
+                if e.errno not in (errno.EAGAIN, errno.EACCES,
+                                   errno.EDEADLK):
+                    raise
+                if not self.wait:
+                    raise UvPatchError(
+                        "another uvpatch command is using %s"
+                        % os.path.dirname(self.path),
+                        hint="wait for it to finish, or use --out DIR for "
+                             "a separate work folder", status=EXIT_STATE)
+                note("waiting for another uvpatch command using %s"
+                     % os.path.dirname(self.path))
+                _lock_fd(self.fd, wait=True)
+        except BaseException:
             os.close(self.fd)
             self.fd = None
-            if e.errno in (errno.EAGAIN, errno.EACCES, errno.EDEADLK):
-                raise UvPatchError(
-                    "another uvpatch command is using %s"
-                    % os.path.dirname(self.path),
-                    hint="wait for it to finish, or use --out DIR for a "
-                         "separate work folder", status=EXIT_STATE)
             raise
         return self
 

@@ -20,10 +20,11 @@ PLATFORMS = ("unix", "linux", "macos", "windows")
 TARGETS = ("linux", "macos", "windows")
 SOURCE_KINDS = ("git", "archive", "debian")
 
-_HEX40 = re.compile(r"^[0-9a-f]{40}$")
-_HEX64 = re.compile(r"^[0-9a-f]{64}$")
-_PATCH_NAME = re.compile(r"^[0-9]{4}-[A-Za-z0-9][A-Za-z0-9._-]*\.patch$")
-_CASE = re.compile(r"^[a-z0-9_]+/[a-z0-9_]+$")
+# \Z, not $: "$" also matches before a trailing newline.
+_HEX40 = re.compile(r"^[0-9a-f]{40}\Z")
+_HEX64 = re.compile(r"^[0-9a-f]{64}\Z")
+_PATCH_NAME = re.compile(r"^[0-9]{4}-[A-Za-z0-9][A-Za-z0-9._-]*\.patch\Z")
+_CASE = re.compile(r"^[a-z0-9_]+/[a-z0-9_]+\Z")
 
 _FIELDS = {
     "top": {"schema": int, "upstream": dict, "sources": list,
@@ -79,7 +80,8 @@ def _fail(field, problem, fix):
 
 def _check_fields(obj, kind, where):
     if not isinstance(obj, dict):
-        _fail(where, "must be an object", "see README.md, deps.json")
+        _fail(where or "the top level", "must be an object",
+              "see README.md, deps.json")
     spec = _FIELDS[kind]
     optional = _OPTIONAL.get(kind, set())
     for key in obj:
@@ -184,7 +186,7 @@ def validate(data, root, check_files=True):
                   % entry["upstream_status"],
                   "use one of Yocto's: %s" % ", ".join(UPSTREAM_STATUSES))
         for t in entry.get("tests", []):
-            if not isinstance(t, str) or not re.match(r"^[a-z0-9_]+$", t):
+            if not isinstance(t, str) or not re.match(r"^[a-z0-9_]+\Z", t):
                 _fail(where + ".tests", "%r is not a program name" % (t,),
                       "name programs of tests/regress/ without .c")
         for j, proof in enumerate(entry.get("proof", [])):
@@ -230,15 +232,19 @@ def validate(data, root, check_files=True):
 def load(root, check_files=True):
     path = os.path.join(root, "deps.json")
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        with open(path, "rb") as f:
+            raw = f.read()
     except FileNotFoundError:
         raise UvPatchError("deps.json not found in %s" % root,
                            hint="run from the repository or pass --repo",
                            status=EXIT_MANIFEST)
     try:
-        data = json.loads(text)
-    except ValueError as e:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise UvPatchError("deps.json: not UTF-8: byte %d (0x%02x)"
+                           % (e.start, raw[e.start]),
+                           hint="save the file as UTF-8", status=EXIT_MANIFEST)
+    except (ValueError, RecursionError) as e:
         raise UvPatchError("deps.json: not valid JSON: %s" % e,
                            hint="fix the syntax at that line and column",
                            status=EXIT_MANIFEST)

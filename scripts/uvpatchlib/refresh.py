@@ -64,6 +64,26 @@ def _prior_entry(name, index, names, old_series):
     return None
 
 
+def _read_or_none(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+
+
+def _restore(before):
+    """Puts back the files ``before`` recorded ({path: bytes or None})."""
+    for path, data in before.items():
+        try:
+            if data is None:
+                remove_tree(path)
+            else:
+                write_atomic(path, data)
+        except OSError:
+            pass  # the error being raised says what went wrong
+
+
 def refresh(manifest, out, src=None, priors=None):
     """``src`` defaults to out/src; ``priors`` (rebase) gives the old
     deps.json entry of each commit, as numbering may have shifted."""
@@ -134,16 +154,27 @@ def refresh(manifest, out, src=None, priors=None):
             os.link(os.path.join(tmp, name),
                     os.path.join(staged, "patches", name))
         validate(data, staged)
-        for name in names:
-            if name in changed:
-                with open(os.path.join(tmp, name), "rb") as f:
-                    write_atomic(os.path.join(patches_dir, name), f.read())
-        for name in removed:
-            remove_tree(os.path.join(patches_dir, name))
-        text = dump(data)
-        with open(manifest.path, encoding="utf-8") as f:
-            if f.read() != text:
-                write_atomic(manifest.path, text)
+        # patches/ and deps.json change together or not at all: if a
+        # write fails (a full disk, a read-only file), undo the others.
+        before = {}
+        try:
+            for name in names:
+                if name in changed:
+                    path = os.path.join(patches_dir, name)
+                    before[path] = _read_or_none(path)
+                    with open(os.path.join(tmp, name), "rb") as f:
+                        write_atomic(path, f.read())
+            for name in removed:
+                path = os.path.join(patches_dir, name)
+                before[path] = _read_or_none(path)
+                remove_tree(path)
+            text = dump(data)
+            with open(manifest.path, encoding="utf-8") as f:
+                if f.read() != text:
+                    write_atomic(manifest.path, text)
+        except BaseException:
+            _restore(before)
+            raise
     # out/src now matches patches/ again: record it, so apply is a no-op.
     state["patches"] = [{"file": e["file"], "sha256": e["sha256"],
                          "commit": c} for e, c in zip(series, commits)]
