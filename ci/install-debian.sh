@@ -26,7 +26,7 @@ if [ ! -f "$src_list" ]; then
   fi
 fi
 
-apt-get update -q
-apt-get install -y -q --no-install-recommends \
+apt-get -o DPkg::Lock::Timeout=600 update -q
+apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends \
   ca-certificates git cmake ninja-build gcc libc6-dev python3 \
   iproute2 util-linux gcc-mingw-w64-x86-64 wine wine64 valgrind
