@@ -330,8 +330,8 @@ def measure_udp(sec, variants, runner, cfg, raw):
         sec.row("grind.%s.instr" % m, "%s: instructions per datagram in "
                 "uv_run (backlog of %d)" % (m, cfg["grind_backlog"]),
                 "instructions", "instructions", "lower")
-    sec.note("The flood comes from a sender thread of udp_flood with a "
-             "socket of its own (sendmmsg), on loopback, for %d ms per "
+    sec.note("The flood comes from a second process forked by udp_flood, "
+             "with a socket of its own (sendmmsg), on loopback, for %d ms per "
              "mode; the loop runs a 1 ms repeating timer meanwhile."
              % cfg["flood_ms"])
     if host_target() == "windows":

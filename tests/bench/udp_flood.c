@@ -2,8 +2,9 @@
  *
  * UDP flood benchmark for "unix,udp: exact receive budget of 32 per event".
  *
- * A sender thread floods a libuv UDP socket on loopback from its own
- * socket (plain blocking sendmmsg() on Linux, sendto() elsewhere) while
+ * A second process (a thread on Windows) floods a libuv UDP socket on
+ * loopback from its own socket (plain blocking sendmmsg() on Linux,
+ * sendto() elsewhere) while
  * the loop receives in recvmsg or recvmmsg mode and a 1 ms repeating timer
  * measures how late the loop runs it. Prints one JSON object per line on
  * stdout, one per mode:
@@ -50,6 +51,8 @@
 # include <sys/socket.h>
 # include <netinet/in.h>
 # include <unistd.h>
+# include <errno.h>
+# include <sys/wait.h>
 #endif
 
 #define DGRAM_MAX (64 * 1024)
@@ -221,6 +224,76 @@ static void sender(void* arg) {
 }
 
 
+
+#ifndef _WIN32
+/* The flood comes from another process, as a remote peer would send it:
+ * it competes with the loop for the CPU like one, not as a thread of the
+ * loop's own process. It reports its count through a pipe.
+ */
+typedef struct {
+  pid_t pid;
+  int fd;
+} sender_proc;
+#endif
+
+
+static int start_sender(bench* b, void* handle) {
+#ifdef _WIN32
+  return uv_thread_create((uv_thread_t*) handle, sender, b);
+#else
+  sender_proc* p;
+  int fds[2];
+  unsigned long counts[2];
+  ssize_t n;
+
+  p = handle;
+  if (pipe(fds) != 0)
+    return UV_EMFILE;
+  p->pid = fork();
+  if (p->pid == -1) {
+    close(fds[0]);
+    close(fds[1]);
+    return UV_EAGAIN;
+  }
+  if (p->pid == 0) {
+    close(fds[0]);
+    sender(b);
+    counts[0] = b->sent;
+    counts[1] = (unsigned long) b->send_err;
+    n = write(fds[1], counts, sizeof(counts));
+    _exit(n == (ssize_t) sizeof(counts) ? 0 : 1);
+  }
+  close(fds[1]);
+  p->fd = fds[0];
+  return 0;
+#endif
+}
+
+
+static int join_sender(bench* b, void* handle) {
+#ifdef _WIN32
+  return uv_thread_join((uv_thread_t*) handle);
+#else
+  sender_proc* p;
+  unsigned long counts[2];
+  ssize_t n;
+  int status;
+
+  p = handle;
+  do
+    n = read(p->fd, counts, sizeof(counts));
+  while (n == -1 && errno == EINTR);
+  close(p->fd);
+  while (waitpid(p->pid, &status, 0) == -1 && errno == EINTR)
+    ;
+  if (n != (ssize_t) sizeof(counts))
+    return UV_EIO;
+  b->sent = counts[0];
+  b->send_err = (int) counts[1];
+  return 0;
+#endif
+}
+
 static int cmp_u64(const void* a, const void* b) {
   uint64_t x;
   uint64_t y;
@@ -268,7 +341,11 @@ static int run_one(bench* b) {
   uint64_t cpu0;
   uint64_t cpu1;
   double cpu_secs;
+#ifdef _WIN32
   uv_thread_t tid;
+#else
+  sender_proc tid;
+#endif
   double secs;
   int namelen;
   int value;
@@ -323,14 +400,16 @@ static int run_one(bench* b) {
 
   b->start_ns = uv_hrtime();
   b->send_until_ns = b->start_ns + (uint64_t) b->ms * 1000000;
-  err = uv_thread_create(&tid, sender, b);
+  err = start_sender(b, &tid);
   if (err)
     return err;
   cpu0 = thread_cpu_ns();
   uv_run(&b->loop, UV_RUN_DEFAULT);
   cpu1 = thread_cpu_ns();
-  uv_thread_join(&tid);
+  err = join_sender(b, &tid);
   uv_loop_close(&b->loop);
+  if (err)
+    return err;
   if (b->send_err)
     return UV_EIO;
 
