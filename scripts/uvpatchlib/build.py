@@ -24,6 +24,7 @@ CONFIGS = {
              "cflags": "-fsanitize=address -fno-omit-frame-pointer"},
     "ubsan": {"build_type": "Debug",
               "cflags": "-fsanitize=undefined -fno-sanitize-recover=all"},
+    "tsan": {"build_type": "Debug", "cflags": "-fsanitize=thread"},
 }
 TARGETS = ("native", "linux", "macos", "windows")
 

@@ -166,7 +166,7 @@ def _add_build_options(p):
                    help="what to build for (windows: mingw-w64 cross build "
                         "on Linux, MSVC on Windows)")
     p.add_argument("--config", default="Release",
-                   choices=("Release", "Debug", "asan", "ubsan"))
+                   choices=("Release", "Debug", "asan", "ubsan", "tsan"))
 
 
 # name: (handler, help, options)
@@ -240,7 +240,7 @@ COMMANDS = {
                        "Windows under Wine when it is installed)"),
               lambda p: p.add_argument(
                   "--config", default="Release",
-                  choices=("Release", "Debug", "asan", "ubsan"))]),
+                  choices=("Release", "Debug", "asan", "ubsan", "tsan"))]),
 }
 
 

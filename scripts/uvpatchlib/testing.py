@@ -22,7 +22,7 @@ from .errors import UvPatchError, EXIT_FAILURE
 from .fsutil import remove_tree
 
 CASE_TIMEOUT = 60
-SANITIZED = ("asan", "ubsan")
+SANITIZED = ("asan", "ubsan", "tsan")
 LIBUV_TEST_TIMEOUT = 120
 # libuv's runner exits with TEST_SKIP (7) for a skipped test.
 LIBUV_SKIP_STATUS = 7
