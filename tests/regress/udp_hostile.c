@@ -18,6 +18,7 @@
 
 #include "uv.h"
 #include "harness.h"
+#include "netns.h"
 
 #ifdef __linux__
 
@@ -505,51 +506,6 @@ static int flood_case(int chunks) {
     FAIL("%ld callbacks after uv_close", hc.cbs_after_close);
   munmap(f, sizeof(*f));
   return CASE_OK;
-}
-
-
-static int write_sysctl(const char* path, const char* value) {
-  ssize_t n;
-  int fd;
-
-  fd = open(path, O_WRONLY);
-  if (fd < 0)
-    return -1;
-  n = write(fd, value, strlen(value));
-  close(fd);
-  return n == (ssize_t) strlen(value) ? 0 : -1;
-}
-
-
-/* Moves the process into a new network namespace with loopback up and the
- * ICMP rate limits raised, as udp_errqueue.c does. Returns 0 or an errno.
- */
-static int private_netns(void) {
-  struct ifreq ifr;
-  int err;
-  int fd;
-
-  if (unshare(CLONE_NEWNET) != 0)
-    return errno;
-  fd = socket(AF_INET, SOCK_DGRAM, 0);
-  if (fd < 0)
-    return errno;
-  memset(&ifr, 0, sizeof(ifr));
-  strcpy(ifr.ifr_name, "lo");
-  err = 0;
-  if (ioctl(fd, SIOCGIFFLAGS, &ifr) != 0)
-    err = errno;
-  ifr.ifr_flags |= IFF_UP;
-  if (err == 0 && ioctl(fd, SIOCSIFFLAGS, &ifr) != 0)
-    err = errno;
-  close(fd);
-  if (err != 0)
-    return err;
-  /* Best effort: raise the limits of this namespace. */
-  write_sysctl("/proc/sys/net/ipv4/icmp_msgs_burst", "1000000");
-  write_sysctl("/proc/sys/net/ipv4/icmp_msgs_per_sec", "1000000");
-  write_sysctl("/proc/sys/net/ipv4/icmp_ratelimit", "0");
-  return 0;
 }
 
 
