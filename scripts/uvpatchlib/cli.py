@@ -5,6 +5,7 @@ import os
 import sys
 
 from . import VERSION, proc
+from .build import CONFIGS, TARGETS
 from .errors import UvPatchError, EXIT_USAGE
 from .fsutil import Lock
 from .manifest import load
@@ -162,11 +163,11 @@ def _add_source(p):
 
 def _add_build_options(p):
     p.add_argument("--target", default="native",
-                   choices=("native", "linux", "macos", "windows"),
+                   choices=TARGETS,
                    help="what to build for (windows: mingw-w64 cross build "
                         "on Linux, MSVC on Windows)")
     p.add_argument("--config", default="Release",
-                   choices=("Release", "Debug", "asan", "ubsan", "tsan"))
+                   choices=tuple(CONFIGS))
 
 
 # name: (handler, help, options)
@@ -235,12 +236,12 @@ COMMANDS = {
                        "suite against the base; all: both"),
               lambda p: p.add_argument(
                   "--target", default=None,
-                  choices=("native", "linux", "macos", "windows"),
+                  choices=TARGETS,
                   help="test one target only (default: the host, and "
                        "Windows under Wine when it is installed)"),
               lambda p: p.add_argument(
                   "--config", default="Release",
-                  choices=("Release", "Debug", "asan", "ubsan", "tsan"))]),
+                  choices=tuple(CONFIGS))]),
 }
 
 

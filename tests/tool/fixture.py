@@ -108,6 +108,17 @@ class World(unittest.TestCase):
         self.save_deps()
         return path
 
+    def make_three_patches(self):
+        """0001 and 0002 change src/core.c, 0003 src/timer.c."""
+        core = UPSTREAM_FILES["src/core.c"].replace("int line5 = 5;",
+                                                    "int line5 = 50;")
+        self.make_patch(1, "core-line5", {"src/core.c": core})
+        core2 = core.replace("int line30 = 30;", "int line30 = 300;")
+        self.make_patch(2, "core-line30", {"src/core.c": core2})
+        self.make_patch(3, "timer-b", {"src/timer.c": "int timer_a = 1;\n"
+                                       "int timer_b = 20;\n"
+                                       "int timer_c = 3;\n"})
+
     def tool(self, *args, env=None):
         full = dict(os.environ)
         full["XDG_CACHE_HOME"] = self.cache

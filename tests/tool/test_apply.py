@@ -1,20 +1,13 @@
 import os
 import stat
 
-from fixture import World, git, write, UPSTREAM_FILES
+from fixture import World, git, write
 
 
 class ApplyTest(World):
     def setUp(self):
         super().setUp()
-        core = UPSTREAM_FILES["src/core.c"].replace("int line5 = 5;",
-                                                    "int line5 = 50;")
-        self.make_patch(1, "core-line5", {"src/core.c": core})
-        core2 = core.replace("int line30 = 30;", "int line30 = 300;")
-        self.make_patch(2, "core-line30", {"src/core.c": core2})
-        self.make_patch(3, "timer-b", {"src/timer.c": "int timer_a = 1;\n"
-                                       "int timer_b = 20;\n"
-                                       "int timer_c = 3;\n"})
+        self.make_three_patches()
 
     def test_apply_builds_the_series(self):
         res = self.tool("apply")

@@ -14,7 +14,7 @@ import sys
 import time
 import unittest
 
-from fixture import World, TOOL, git, write, sha256, UPSTREAM_FILES
+from fixture import World, TOOL, git, write, sha256
 
 from uvpatchlib import manifest as manifest_mod
 from uvpatchlib.errors import UvPatchError
@@ -60,14 +60,7 @@ class Series(World):
 
     def setUp(self):
         super().setUp()
-        core = UPSTREAM_FILES["src/core.c"].replace("int line5 = 5;",
-                                                    "int line5 = 50;")
-        self.make_patch(1, "core-line5", {"src/core.c": core})
-        core2 = core.replace("int line30 = 30;", "int line30 = 300;")
-        self.make_patch(2, "core-line30", {"src/core.c": core2})
-        self.make_patch(3, "timer-b", {"src/timer.c": "int timer_a = 1;\n"
-                                       "int timer_b = 20;\n"
-                                       "int timer_c = 3;\n"})
+        self.make_three_patches()
         self.deps_path = os.path.join(self.root, "deps.json")
         self.cache_dir = os.path.join(self.cache, "uvpatch")
 
