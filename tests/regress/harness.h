@@ -9,7 +9,14 @@
  *   skip NAME: reason
  *
  * scripts/uvpatch runs each case in its own process, so a crash or a hang
- * costs that case only.
+ * costs that case only. `prog --list-threads` prints the cases that start
+ * threads of their own: the ThreadSanitizer run takes those.
+ *
+ * A bound on wall-clock time (a timer's ticks during a flood) measures the
+ * instrumentation as much as libuv when the program runs under valgrind.
+ * With UVPATCH_TIMING=report in the environment, CHECK_TIMING() prints a
+ * missed bound as a "# timing:" line on stderr instead of failing; every
+ * other check still fails the case. The plain run always asserts them.
  */
 
 #ifndef UVPATCH_HARNESS_H_
@@ -26,11 +33,15 @@ enum {
   CASE_SKIP = 2
 };
 
+/* Flags of a case. */
+#define CASE_THREADS 1  /* Starts threads of its own. */
+
 typedef int (*case_fn)(void);
 
 typedef struct {
   const char* name;
   case_fn fn;
+  int flags;
 } test_case;
 
 /* The reason printed after the result; set by FAIL() and SKIP(). */
@@ -67,6 +78,26 @@ static int harness_set_reason(int result, const char* fmt, ...) {
            uv_strerror(check_uv_r_));                                         \
   } while (0)
 
+/* Nonzero when missed timing bounds are to be reported, not failed. */
+static int harness_timing_reported(void) {
+  const char* mode;
+
+  mode = getenv("UVPATCH_TIMING");
+  return mode != NULL && strcmp(mode, "report") == 0;
+}
+
+/* Fails the case when a wall-clock bound is missed, but see above. */
+#define CHECK_TIMING(cond, ...)                                               \
+  do {                                                                        \
+    if (!(cond)) {                                                            \
+      if (!harness_timing_reported())                                         \
+        FAIL(__VA_ARGS__);                                                    \
+      fprintf(stderr, "# timing: ");                                          \
+      fprintf(stderr, __VA_ARGS__);                                           \
+      fprintf(stderr, " (not judged: UVPATCH_TIMING=report)\n");              \
+    }                                                                         \
+  } while (0)
+
 static int harness_run_one(const test_case* c) {
   int r;
 
@@ -90,6 +121,13 @@ static int harness_main(const test_case* cases, int argc, char** argv) {
   if (argc > 1 && strcmp(argv[1], "--list") == 0) {
     for (c = cases; c->name != NULL; c++)
       printf("%s\n", c->name);
+    return 0;
+  }
+
+  if (argc > 1 && strcmp(argv[1], "--list-threads") == 0) {
+    for (c = cases; c->name != NULL; c++)
+      if (c->flags & CASE_THREADS)
+        printf("%s\n", c->name);
     return 0;
   }
 

@@ -481,9 +481,10 @@ static int flood_case(int chunks) {
          f->failed);
   if (hc.err[0] != '\0')
     FAIL("%s", hc.err);
-  if (!ticks_ok())
-    FAIL("the 20 ms timer fired %ld times in %lu ms, want >= 80%% of %ld",
-         hc.ticks, (unsigned long) hc.run_ms, (long) (hc.run_ms / TICK_MS));
+  CHECK_TIMING(ticks_ok(),
+               "the 20 ms timer fired %ld times in %lu ms, want >= 80%% of "
+               "%ld", hc.ticks, (unsigned long) hc.run_ms,
+               (long) (hc.run_ms / TICK_MS));
   if (hc.datagrams == 0)
     FAIL("no datagram delivered (sent %lu)", f->sent);
   if (hc.dups != 0 || hc.bad != 0)
@@ -609,9 +610,10 @@ static int icmp_flood_case(int chunks) {
   if (!rep_ok || !dat_ok || rep->failed || dat->failed)
     FAIL("a child did not end cleanly by itself (errno %d, %d)",
          rep->failed, dat->failed);
-  if (!ticks_ok())
-    FAIL("the 20 ms timer fired %ld times in %lu ms, want >= 80%% of %ld",
-         hc.ticks, (unsigned long) hc.run_ms, (long) (hc.run_ms / TICK_MS));
+  CHECK_TIMING(ticks_ok(),
+               "the 20 ms timer fired %ld times in %lu ms, want >= 80%% of "
+               "%ld", hc.ticks, (unsigned long) hc.run_ms,
+               (long) (hc.run_ms / TICK_MS));
   if (hc.reports == 0)
     FAIL("no ICMP report delivered (%lu sends to a closed port, %ld "
          "plain errors, %ld loop iterations)", rep->sent, hc.plain_errors,
@@ -624,10 +626,10 @@ static int icmp_flood_case(int chunks) {
          BUDGET);
   if (hc.dups != 0 || hc.bad != 0)
     FAIL("%lu datagrams delivered twice, %lu malformed", hc.dups, hc.bad);
-  if (empty != 0)
-    FAIL("the receive path stalled: %ld of the %d ms windows of the flood "
-         "delivered no datagram (%lu of %lu delivered)", empty, WINDOW_MS,
-         hc.datagrams, dat->sent);
+  CHECK_TIMING(empty == 0,
+               "the receive path stalled: %ld of the %d ms windows of the "
+               "flood delivered no datagram (%lu of %lu delivered)", empty,
+               WINDOW_MS, hc.datagrams, dat->sent);
   if (hc.cbs_after_close != 0)
     FAIL("%ld callbacks after uv_close", hc.cbs_after_close);
   munmap(rep, sizeof(*rep));
