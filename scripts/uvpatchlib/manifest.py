@@ -37,11 +37,11 @@ _FIELDS = {
                "file": str, "sha256": str},
     "series": {"file": str, "sha256": str, "platforms": list,
                "upstream_status": str, "summary": str, "tests": list,
-               "proof": list, "memcheck": list},
+               "proof": list},
     "proof": {"target": str, "cases": list, "native_only": bool},
 }
 _OPTIONAL = {"proof": {"native_only"},
-             "series": {"tests", "proof", "memcheck"}}
+             "series": {"tests", "proof"}}
 
 
 class Manifest:
@@ -202,10 +202,6 @@ def validate(data, root, check_files=True):
                 if not isinstance(case, str) or not _CASE.match(case):
                     _fail(pwhere + ".cases", "%r is not program/case"
                           % (case,), "write e.g. udp_budget/recvmmsg_20")
-        for case in entry.get("memcheck", []):
-            if not isinstance(case, str) or not _CASE.match(case):
-                _fail(where + ".memcheck", "%r is not program/case" % (case,),
-                      "write e.g. udp_errqueue/close_on_first_report")
         if check_files:
             path = os.path.join(root, "patches", name)
             if not os.path.isfile(path):
