@@ -1,9 +1,11 @@
 import os
 import shutil
+import subprocess
+import sys
 import time
 import unittest
 
-from fixture import World, git, write, REPO
+from fixture import World, git, write, REPO, TOOL
 
 FAKE_CMAKE = """cmake_minimum_required(VERSION 3.13)
 project(fakeuv C)
@@ -75,6 +77,33 @@ class BuildTest(World):
         with Lock(self.out, "test"):
             res = self.tool("build")
         self.assertFails(res, "another uvpatch command is using")
+
+    def test_two_build_commands_race(self):
+        # Two real builds started together: the second to take out/ is
+        # refused with the lock message (or they do not overlap at all);
+        # either way out/ is left whole and the next build is a no-op.
+        full = dict(os.environ, XDG_CACHE_HOME=self.cache)
+        full.pop("UVPATCH_SOURCE", None)
+        argv = [sys.executable, TOOL, "--repo", self.root, "--out",
+                self.out, "build", "--target", "linux"]
+        procs = [subprocess.Popen(argv, env=full, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+                 for _ in range(2)]
+        results = [(p.wait(timeout=300), p.communicate()[1]) for p in procs]
+        codes = sorted(code for code, _ in results)
+        self.assertIn(codes, ([0, 0], [0, 6]), results)
+        for code, err in results:
+            self.assertNotIn("Traceback", err)
+            if code == 6:
+                self.assertIn("another uvpatch command is using", err)
+                self.assertIn("hint: ", err)
+        res = self.tool("build", "--target", "linux")
+        self.assertOk(res)
+        self.assertIn("linux-patched-Release: up to date", res.stderr)
+        exe = os.path.join(self.out, "build", "linux-patched-Release",
+                           "regress", "fake")
+        self.assertEqual(subprocess.run(
+            [exe, "fake"], stdout=subprocess.DEVNULL).returncode, 0)
 
     def test_compile_error_is_reported(self):
         write(os.path.join(self.root, "tests", "regress", "broken.c"),
