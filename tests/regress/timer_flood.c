@@ -16,6 +16,7 @@
 
 #include "uv.h"
 #include "harness.h"
+#include "dgram.h"
 
 #define TICK_MS 20
 #define FLOOD_MS 5000
@@ -51,28 +52,6 @@ typedef struct {
 
 static flood_ctx fc;
 static char recv_slab[64 * 1024];
-
-
-static uint64_t now_ms(void) {
-  return uv_hrtime() / 1000000;
-}
-
-
-static void put_seq(char* p, unsigned long seq) {
-  p[0] = (char) ((seq >> 24) & 0xff);
-  p[1] = (char) ((seq >> 16) & 0xff);
-  p[2] = (char) ((seq >> 8) & 0xff);
-  p[3] = (char) (seq & 0xff);
-}
-
-
-static unsigned long get_seq(const char* p) {
-  const unsigned char* u;
-
-  u = (const unsigned char*) p;
-  return ((unsigned long) u[0] << 24) | ((unsigned long) u[1] << 16) |
-         ((unsigned long) u[2] << 8) | (unsigned long) u[3];
-}
 
 
 /* The sender: numbered datagrams to 127.0.0.1:port as fast as

@@ -16,6 +16,7 @@
 
 #include "uv.h"
 #include "harness.h"
+#include "dgram.h"
 
 #ifndef _WIN32
 # include <sys/types.h>
@@ -107,23 +108,6 @@ static void ctx_error(test_ctx* c, const char* fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(c->err, sizeof(c->err), fmt, ap);
   va_end(ap);
-}
-
-
-static void put_seq(char* p, unsigned seq) {
-  p[0] = (char) ((seq >> 24) & 0xff);
-  p[1] = (char) ((seq >> 16) & 0xff);
-  p[2] = (char) ((seq >> 8) & 0xff);
-  p[3] = (char) (seq & 0xff);
-}
-
-
-static unsigned get_seq(const char* p) {
-  const unsigned char* u;
-
-  u = (const unsigned char*) p;
-  return ((unsigned) u[0] << 24) | ((unsigned) u[1] << 16) |
-         ((unsigned) u[2] << 8) | (unsigned) u[3];
 }
 
 
@@ -563,6 +547,40 @@ static int sender_init(test_ctx* c, uv_udp_t* sender, receiver* r) {
 }
 
 
+/* The start of most cases: a loop, a receiver of `family` expecting
+ * `expect` datagrams, a sender, n datagrams queued before the first poll
+ * and receiving started. Fields of r that steer on_recv() may be set
+ * after it: nothing is read before run_and_close(). Returns CASE_OK,
+ * CASE_SKIP (no IPv6 loopback, no recvmmsg) or CASE_FAIL.
+ */
+static int start_backlog(test_ctx* c,
+                         receiver* r,
+                         uv_udp_t* sender,
+                         int family,
+                         int chunks,
+                         unsigned expect,
+                         unsigned n) {
+  int err;
+
+  if (ctx_init(c) != CASE_OK)
+    return CASE_FAIL;
+  err = receiver_init(c, r, family, chunks, expect);
+  if (err != 0 && family == AF_INET6) {
+    ctx_close(c, NULL);
+    SKIP("cannot bind [::1]: %s", uv_strerror(err));
+  }
+  CHECK_UV(err);
+  if (skip_mmsg(r)) {
+    ctx_close(c, NULL);
+    SKIP("recvmmsg is not supported here (uv_udp_using_recvmmsg)");
+  }
+  CHECK_UV(sender_init(c, sender, r));
+  CHECK_UV(send_backlog(sender, r, 0, n));
+  CHECK_UV(uv_udp_recv_start(&r->handle, on_alloc, on_recv));
+  return CASE_OK;
+}
+
+
 /* A backlog of n queued before the first poll, in one mode. */
 static int backlog_case(int chunks,
                         unsigned n,
@@ -573,24 +591,11 @@ static int backlog_case(int chunks,
   receiver r;
   uv_udp_t sender;
   char reason[400];
-  int err;
+  int res;
 
-  if (ctx_init(&c) != CASE_OK)
-    return CASE_FAIL;
-  err = receiver_init(&c, &r, family, chunks, n);
-  if (err != 0 && family == AF_INET6) {
-    ctx_close(&c, NULL);
-    SKIP("cannot bind [::1]: %s", uv_strerror(err));
-  }
-  CHECK_UV(err);
-  if (skip_mmsg(&r)) {
-    ctx_close(&c, NULL);
-    SKIP("recvmmsg is not supported here (uv_udp_using_recvmmsg)");
-  }
-  CHECK_UV(sender_init(&c, &sender, &r));
-  CHECK_UV(send_backlog(&sender, &r, 0, n));
-  CHECK_UV(uv_udp_recv_start(&r.handle, on_alloc, on_recv));
-
+  res = start_backlog(&c, &r, &sender, family, chunks, n, n);
+  if (res != CASE_OK)
+    return res;
   if (run_and_close(&c, &sender) != CASE_OK)
     return CASE_FAIL;
   if (r.received != n)
@@ -824,18 +829,12 @@ static int self_feed_case(int chunks) {
   receiver r;
   uv_udp_t sender;
   char reason[400];
+  int res;
 
-  if (ctx_init(&c) != CASE_OK)
-    return CASE_FAIL;
-  CHECK_UV(receiver_init(&c, &r, AF_INET, chunks, 200));
-  if (skip_mmsg(&r)) {
-    ctx_close(&c, NULL);
-    SKIP("recvmmsg is not supported here (uv_udp_using_recvmmsg)");
-  }
+  res = start_backlog(&c, &r, &sender, AF_INET, chunks, 200, 100);
+  if (res != CASE_OK)
+    return res;
   r.feed_below = 100;
-  CHECK_UV(sender_init(&c, &sender, &r));
-  CHECK_UV(send_backlog(&sender, &r, 0, 100));
-  CHECK_UV(uv_udp_recv_start(&r.handle, on_alloc, on_recv));
 
   if (run_and_close(&c, &sender) != CASE_OK)
     return CASE_FAIL;
@@ -877,20 +876,15 @@ static int recv_stop_case(int chunks, unsigned resume) {
   test_ctx c;
   receiver r;
   uv_udp_t sender;
+  int res;
 
-  if (ctx_init(&c) != CASE_OK)
-    return CASE_FAIL;
-  CHECK_UV(receiver_init(&c, &r, AF_INET, chunks, 10 + (100 - resume)));
-  if (skip_mmsg(&r)) {
-    ctx_close(&c, NULL);
-    SKIP("recvmmsg is not supported here (uv_udp_using_recvmmsg)");
-  }
+  res = start_backlog(&c, &r, &sender, AF_INET, chunks, 10 + (100 - resume),
+                      100);
+  if (res != CASE_OK)
+    return res;
   r.stop_at = 9;
   r.resume_seq = resume;
   c.restart_after_stop = 1;
-  CHECK_UV(sender_init(&c, &sender, &r));
-  CHECK_UV(send_backlog(&sender, &r, 0, 100));
-  CHECK_UV(uv_udp_recv_start(&r.handle, on_alloc, on_recv));
 
   if (run_and_close(&c, &sender) != CASE_OK)
     return CASE_FAIL;
@@ -934,18 +928,12 @@ static int close_case(int chunks) {
   test_ctx c;
   receiver r;
   uv_udp_t sender;
+  int res;
 
-  if (ctx_init(&c) != CASE_OK)
-    return CASE_FAIL;
-  CHECK_UV(receiver_init(&c, &r, AF_INET, chunks, 100));
-  if (skip_mmsg(&r)) {
-    ctx_close(&c, NULL);
-    SKIP("recvmmsg is not supported here (uv_udp_using_recvmmsg)");
-  }
+  res = start_backlog(&c, &r, &sender, AF_INET, chunks, 100, 100);
+  if (res != CASE_OK)
+    return res;
   r.close_at = 9;
-  CHECK_UV(sender_init(&c, &sender, &r));
-  CHECK_UV(send_backlog(&sender, &r, 0, 100));
-  CHECK_UV(uv_udp_recv_start(&r.handle, on_alloc, on_recv));
 
   if (run_and_close(&c, &sender) != CASE_OK)
     return CASE_FAIL;
@@ -994,18 +982,12 @@ static int enobufs_case(int chunks, int nth, int first) {
   test_ctx c;
   receiver r;
   uv_udp_t sender;
+  int res;
 
-  if (ctx_init(&c) != CASE_OK)
-    return CASE_FAIL;
-  CHECK_UV(receiver_init(&c, &r, AF_INET, chunks, 100));
-  if (skip_mmsg(&r)) {
-    ctx_close(&c, NULL);
-    SKIP("recvmmsg is not supported here (uv_udp_using_recvmmsg)");
-  }
+  res = start_backlog(&c, &r, &sender, AF_INET, chunks, 100, 100);
+  if (res != CASE_OK)
+    return res;
   r.nobufs_alloc = nth;
-  CHECK_UV(sender_init(&c, &sender, &r));
-  CHECK_UV(send_backlog(&sender, &r, 0, 100));
-  CHECK_UV(uv_udp_recv_start(&r.handle, on_alloc, on_recv));
 
   if (run_and_close(&c, &sender) != CASE_OK)
     return CASE_FAIL;

@@ -254,7 +254,8 @@ static void on_recv(uv_udp_t* handle,
   if (buf->base != NULL && !(flags & UV_UDP_MMSG_CHUNK))
     free(buf->base);
 
-  if (nread < 0 && ctx.close_on_first_error && !uv_is_closing((uv_handle_t*) handle))
+  if (nread < 0 && ctx.close_on_first_error &&
+      !uv_is_closing((uv_handle_t*) handle))
     close_all();
 }
 

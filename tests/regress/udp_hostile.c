@@ -18,6 +18,7 @@
 
 #include "uv.h"
 #include "harness.h"
+#include "dgram.h"
 #include "netns.h"
 
 #ifdef __linux__
@@ -93,28 +94,6 @@ typedef struct {
 
 static hctx hc;
 static char recv_slab[DGRAM_MAX];
-
-
-static void put_seq(char* p, unsigned long seq) {
-  p[0] = (char) ((seq >> 24) & 0xff);
-  p[1] = (char) ((seq >> 16) & 0xff);
-  p[2] = (char) ((seq >> 8) & 0xff);
-  p[3] = (char) (seq & 0xff);
-}
-
-
-static unsigned long get_seq(const char* p) {
-  const unsigned char* u;
-
-  u = (const unsigned char*) p;
-  return ((unsigned long) u[0] << 24) | ((unsigned long) u[1] << 16) |
-         ((unsigned long) u[2] << 8) | (unsigned long) u[3];
-}
-
-
-static uint64_t now_ms(void) {
-  return uv_hrtime() / 1000000;
-}
 
 
 /* The resident set of this process in bytes, from /proc/self/statm. */
