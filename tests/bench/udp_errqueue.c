@@ -465,14 +465,16 @@ static int bench_flood(void) {
   lost = results[2] - datagrams;
 
   printf("{\"bench\":\"flood\",\"label\":\"%s\",\"netns\":%d,"
-         "\"flood_ms\":%d,\"triggers_per_ms\":%ld,\"work_us\":%ld,\"trigger_sends\":%ld,\"icmp_elicited\":%ld,"
+         "\"flood_ms\":%d,\"triggers_per_ms\":%ld,\"work_us\":%ld,"
+         "\"trigger_sends\":%ld,\"icmp_elicited\":%ld,"
          "\"reports_delivered\":%ld,\"plain_errors\":%ld,"
          "\"data_sent\":%ld,\"data_delivered\":%ld,\"data_lost\":%ld,"
          "\"data_dup\":%ld,\"udp_rcvbuf_errors\":%ld,"
          "\"iterations\":%ld,\"cpu_s\":%.3f,\"timer_ticks\":%ld,"
          "\"timer_late_p50_us\":%.1f,\"timer_late_p99_us\":%.1f,"
          "\"timer_late_max_us\":%.1f}\n",
-         label, netns, FLOOD_MS, rate, work_us, results[0], results[1], reports,
+         label, netns, FLOOD_MS, rate, work_us, results[0], results[1],
+         reports,
          plain_errors, results[2], datagrams, lost, duplicates,
          rcvbuf0 >= 0 && rcvbuf1 >= 0 ? rcvbuf1 - rcvbuf0 : -1,
          iterations, cpu1 - cpu0, nticks, p50, p99, max);
