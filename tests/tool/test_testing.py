@@ -1,0 +1,103 @@
+"""How the test command picks and judges cases: the thread tests of
+libuv's suite, and the verdict of a case run under valgrind."""
+
+import contextlib
+import io
+import os
+import shutil
+import tempfile
+import unittest
+
+import fixture  # noqa: F401  (puts scripts/ on sys.path)
+from fixture import write
+
+from uvpatchlib import testing
+
+
+class ThreadTestsTest(unittest.TestCase):
+    def setUp(self):
+        self.src = tempfile.mkdtemp(prefix="uvpatch-test-")
+        self.addCleanup(shutil.rmtree, self.src, True)
+
+    def add(self, name, text):
+        write(os.path.join(self.src, "test", name), text)
+
+    def test_files_that_call_thread_apis(self):
+        # A TEST_IMPL that does not start a line is not a test.
+        self.add("test-async.c", "TEST_IMPL(async) {\n"
+                 "  uv_async_send(&a);  /* not TEST_IMPL(fake) */\n}\n"
+                 "TEST_IMPL(async_null_cb) {\n  return 0;\n}\n")
+        self.add("test-work.c", "static void f(void) { uv_queue_work(); }\n"
+                 "TEST_IMPL(threadpool_queue_work_simple) {\n}\n")
+        self.add("test-timer.c", "TEST_IMPL(timer) {\n"
+                 "  uv_timer_start(&t, cb, 1, 0);\n}\n")
+        self.add("test-udp.c", "TEST_IMPL(udp_send) {\n}\n")
+        self.assertEqual(testing.thread_tests(self.src),
+                         {"async", "async_null_cb",
+                          "threadpool_queue_work_simple"})
+
+    def test_no_test_folder(self):
+        self.assertEqual(testing.thread_tests(self.src), set())
+
+
+class FakeRunner:
+    def __init__(self, result):
+        self.result = result
+        self.calls = []
+
+    def run(self, exe, args, **kwargs):
+        self.calls.append((exe, args, kwargs))
+        return self.result
+
+
+class FakeVariant:
+    def program(self, name):
+        return "/build/regress/" + name
+
+
+class MemcheckVerdictTest(unittest.TestCase):
+    def verdict(self, code, out, err=""):
+        runner = FakeRunner((code, out, err))
+        tally = testing.Tally()
+        with contextlib.redirect_stdout(io.StringIO()) as printed:
+            testing._memcheck_case(runner, "/usr/bin/valgrind", FakeVariant(),
+                                   "prog", "case", "linux valgrind prog/case",
+                                   tally)
+        exe, args, kwargs = runner.calls[0]
+        self.assertEqual(exe, "/usr/bin/valgrind")
+        self.assertEqual(args[-2:], ["/build/regress/prog", "case"])
+        self.assertIn("--leak-check=full", args)
+        self.assertEqual(kwargs["env"], {"UVPATCH_TIMING": "report"})
+        return tally, printed.getvalue()
+
+    def test_clean(self):
+        tally, printed = self.verdict(0, "ok case\n")
+        self.assertEqual((tally.passed, tally.failed), (1, 0))
+        self.assertIn("no invalid access, no leak", printed)
+
+    def test_valgrind_error(self):
+        tally, printed = self.verdict(99, "ok case\n",
+                                      "==7== Invalid read of size 4\n")
+        self.assertEqual(tally.failed, 1)
+        self.assertIn("exit status 99", printed)
+
+    def test_case_failure_is_a_failure(self):
+        tally, printed = self.verdict(1, "not ok case: 40 in one iteration\n")
+        self.assertEqual(tally.failed, 1)
+        self.assertIn("fails under valgrind: 40 in one iteration", printed)
+
+    def test_crash_and_time_out(self):
+        for code in (-11, None):
+            tally, _ = self.verdict(code, "")
+            self.assertEqual(tally.failed, 1)
+
+    def test_missed_timing_bound_is_shown(self):
+        tally, printed = self.verdict(
+            0, "ok case\n", "# timing: 124 of 162 ticks (not judged)\n")
+        self.assertEqual(tally.passed, 1)
+        self.assertIn("timing: 124 of 162 ticks", printed)
+
+    def test_skip(self):
+        tally, printed = self.verdict(0, "skip case: no namespace\n")
+        self.assertEqual(tally.skipped, 1)
+        self.assertIn("no namespace", printed)
