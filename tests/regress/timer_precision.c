@@ -226,28 +226,30 @@ static int timer_1ms_median(void) {
 
 struct waker {
   uv_async_t async;
-  uv_sem_t done;      /* Posted by the loop thread when it has finished. */
+  uv_mutex_t lock;
+  uv_cond_t cond;     /* Signalled when done is set. */
+  int done;           /* Set by the loop thread when it has finished. */
   unsigned long sent;
   unsigned long seen;
 };
 
 
-/* Sends uv_async_send() every ASYNC_GAP_US until the loop thread posts
- * w->done; a busy wait, since sleeps on some systems last a whole tick.
+/* Sends uv_async_send() every ASYNC_GAP_US until the loop thread sets
+ * w->done. It blocks between sends rather than spinning: under valgrind,
+ * which runs one thread at a time, a spinning thread would starve the
+ * loop.
  */
 static void waker_thread(void* arg) {
   struct waker* w;
-  uint64_t next;
 
   w = arg;
-  next = uv_hrtime();
-  while (uv_sem_trywait(&w->done) != 0) {
-    if (uv_hrtime() < next)
-      continue;
+  uv_mutex_lock(&w->lock);
+  while (!w->done) {
     uv_async_send(&w->async);
     w->sent++;
-    next += ASYNC_GAP_US * 1000;
+    uv_cond_timedwait(&w->cond, &w->lock, (uint64_t) ASYNC_GAP_US * 1000);
   }
+  uv_mutex_unlock(&w->lock);
 }
 
 
@@ -271,7 +273,8 @@ static int timer_1ms_async_wakeups(void) {
   w.async.data = &w;
   /* The timer alone decides when uv_run() returns. */
   uv_unref((uv_handle_t*) &w.async);
-  CHECK_UV(uv_sem_init(&w.done, 0));
+  CHECK_UV(uv_mutex_init(&w.lock));
+  CHECK_UV(uv_cond_init(&w.cond));
   CHECK_UV(uv_thread_create(&tid, waker_thread, &w));
 
   for (i = 0; i < SAMPLES && !p.timed_out; i++) {
@@ -283,9 +286,13 @@ static int timer_1ms_async_wakeups(void) {
     uv_run(&loop, UV_RUN_DEFAULT);
   }
 
-  uv_sem_post(&w.done);
+  uv_mutex_lock(&w.lock);
+  w.done = 1;
+  uv_cond_signal(&w.cond);
+  uv_mutex_unlock(&w.lock);
   CHECK_UV(uv_thread_join(&tid));
-  uv_sem_destroy(&w.done);
+  uv_cond_destroy(&w.cond);
+  uv_mutex_destroy(&w.lock);
   median = report("timer_1ms_async", &p);
   fprintf(stderr, "timer_1ms_async: %lu wake-ups sent, %lu callbacks\n",
           w.sent, w.seen);
