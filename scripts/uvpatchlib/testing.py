@@ -358,7 +358,7 @@ def run_memcheck(manifest, patched, runner, tally):
     proc.step("regression programs under valgrind (%s)" % patched.target)
     label = "%s valgrind" % patched.target
     if patched.config in SANITIZED:
-        tally.result("SKIP", label, "a %s build: valgrind cannot run it, "
+        tally.result("SKIP", label, "built with %s: valgrind cannot run it, "
                      "and the sanitizer checked the cases above"
                      % patched.config)
         return
