@@ -218,18 +218,37 @@ def run_tool_tests(root, tally):
         tally.result("FAIL", "tool unit tests", "no test ran")
 
 
+# The harness's result lines (tests/regress/harness.h, pyunit.py).
+RESULT_MARKERS = (("ok ", "PASS"), ("not ok ", "FAIL"), ("skip ", "SKIP"))
+
+
+def _parse_result(line):
+    """(status, name, why) of a result line, or None for any other."""
+    for marker, status in RESULT_MARKERS:
+        if line.startswith(marker):
+            name, _, why = line[len(marker):].partition(": ")
+            return status, name, why
+    return None
+
+
+def _first_result(out):
+    """(status, why) of the first result line in ``out``, or None."""
+    for line in out.splitlines():
+        result = _parse_result(line)
+        if result:
+            return result[0], result[2]
+    return None
+
+
 def _report_lines(stdout, tally, prefix):
-    """Turns harness lines (ok/not ok/skip NAME[: why]) into results."""
+    """Turns result lines into results; returns how many there were."""
     count = 0
     for line in stdout.splitlines():
-        for marker, status in (("ok ", "PASS"), ("not ok ", "FAIL"),
-                               ("skip ", "SKIP")):
-            if line.startswith(marker):
-                rest = line[len(marker):]
-                name, _, why = rest.partition(": ")
-                tally.result(status, prefix + name, why)
-                count += 1
-                break
+        result = _parse_result(line)
+        if result:
+            status, name, why = result
+            tally.result(status, prefix + name, why)
+            count += 1
     return count
 
 
@@ -258,13 +277,9 @@ def run_case(runner, variant, program, case, notes=None):
     code, out, err = runner.run(variant.program(program), [case])
     if notes is not None:
         notes.extend(_measurements(err))
-    for line in out.splitlines():
-        if line.startswith("ok "):
-            return "PASS", ""
-        if line.startswith("skip "):
-            return "SKIP", line.partition(": ")[2]
-        if line.startswith("not ok "):
-            return "FAIL", line.partition(": ")[2]
+    result = _first_result(out)
+    if result:
+        return result
     return "FAIL", "%s, no result line; %s" % (_status_name(code),
                                                _one_line(err)[:300])
 
@@ -388,16 +403,15 @@ def _memcheck_case(runner, valgrind, patched, program, case, name, tally):
         tally.result("FAIL", name, "%s; %s" % (_status_name(code),
                                                _one_line(err)[:300]))
         return
-    verdict, why = "FAIL", "no result line (%s)" % _status_name(code)
-    for line in out.splitlines():
-        if line.startswith("ok ") or line.startswith("skip "):
-            verdict, why = "PASS", "no invalid access, no leak"
-            if line.startswith("skip "):
-                verdict, why = "SKIP", line.partition(": ")[2]
-            break
-        if line.startswith("not ok "):
-            why = "fails under valgrind: " + line.partition(": ")[2]
-            break
+    result = _first_result(out)
+    if result is None:
+        verdict, why = "FAIL", "no result line (%s)" % _status_name(code)
+    else:
+        verdict, why = result
+        if verdict == "PASS":
+            why = "no invalid access, no leak"
+        elif verdict == "FAIL":
+            why = "fails under valgrind: " + why
     tally.result(verdict, name, why)
     for line in timing:
         tally.info(line.lstrip("# "))

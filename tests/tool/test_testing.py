@@ -101,3 +101,32 @@ class MemcheckVerdictTest(unittest.TestCase):
         tally, printed = self.verdict(0, "skip case: no namespace\n")
         self.assertEqual(tally.skipped, 1)
         self.assertIn("no namespace", printed)
+
+
+class ResultLinesTest(unittest.TestCase):
+    def test_run_case_takes_the_first_result_line(self):
+        for out, want in (("ok case\n", ("PASS", "")),
+                          ("skip case: no ipv6\n", ("SKIP", "no ipv6")),
+                          ("not ok case: 40 40 20\nok case\n",
+                           ("FAIL", "40 40 20"))):
+            runner = FakeRunner((0, "# noise\n" + out, ""))
+            self.assertEqual(testing.run_case(runner, FakeVariant(), "prog",
+                                              "case"), want)
+
+    def test_run_case_without_a_result_line(self):
+        runner = FakeRunner((-6, "", "Assertion failed\n"))
+        status, why = testing.run_case(runner, FakeVariant(), "prog", "case")
+        self.assertEqual(status, "FAIL")
+        self.assertIn("killed by signal 6, no result line", why)
+        self.assertIn("Assertion failed", why)
+
+    def test_report_lines(self):
+        tally = testing.Tally()
+        with contextlib.redirect_stdout(io.StringIO()) as printed:
+            count = testing._report_lines(
+                "ok a\nnot ok b: boom\nskip c: why\nnoise\n", tally, "tool ")
+        self.assertEqual(count, 3)
+        self.assertEqual((tally.passed, tally.failed, tally.skipped),
+                         (1, 1, 1))
+        self.assertEqual(tally.failures, ["tool b"])
+        self.assertIn("FAIL tool b: boom", printed.getvalue())
