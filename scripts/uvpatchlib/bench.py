@@ -536,7 +536,9 @@ def measure_tool(sec, manifest, out, cfg, source):
     tool = [sys.executable, os.path.join(manifest.root, "scripts",
                                          "uvpatch"),
             "--repo", manifest.root]
-    extra = ["--source", source] if source else []
+    extra = ["--base", manifest.name] + (["--source", source] if source
+                                         else [])
+    # The child adds the base's folder to --out itself.
     work = os.path.join(out, "bench", ".tool")
     reps = cfg["tool_reps"]
     try:
@@ -646,7 +648,7 @@ def machine(windows):
 
 
 def source_info(manifest):
-    return {"upstream": manifest.upstream["tag"],
+    return {"base": manifest.name, "upstream": manifest.upstream["tag"],
             "commit": manifest.commit, "tree": manifest.tree,
             "series": [{"file": e["file"], "sha256": e["sha256"],
                         "summary": e["summary"]} for e in manifest.series]}

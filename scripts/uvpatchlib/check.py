@@ -24,6 +24,27 @@ _SUBJECT = re.compile(r"^[a-z0-9_,./-]+: [a-z]")
 _LONG_OK = re.compile(r"^(\S+: )?<?https?://\S+>?$|^[A-Za-z-]+: .*<.*@.*>$")
 
 
+_ORIGIN = re.compile(r"^upstream, https?://\S+/commit/[0-9a-f]{40}$")
+
+
+def _style_problems(subject, body):
+    """libuv's rules for a message of our own."""
+    problems = []
+    if not _SUBJECT.match(subject):
+        problems.append("subject %r is not 'subsystem: imperative summary' "
+                        "in lower case" % subject)
+    if len(subject) > SUBJECT_MAX:
+        problems.append("subject is %d characters, more than %d"
+                        % (len(subject), SUBJECT_MAX))
+    for n, line in enumerate(body, 1):
+        if len(line) > BODY_MAX and not _LONG_OK.match(line):
+            problems.append("message line %d is %d columns, more than %d"
+                            % (n, len(line), BODY_MAX))
+        if line != line.rstrip():
+            problems.append("message line %d has trailing white space" % n)
+    return problems
+
+
 def lint_message(name, text):
     """Problems with one patch file's text, as sentences."""
     problems = []
@@ -31,19 +52,7 @@ def lint_message(name, text):
         problems.append("has CRLF line ends")
     patch = Patch(text)
     subject = patch.subject
-    if not _SUBJECT.match(subject):
-        problems.append("subject %r is not 'subsystem: imperative summary' "
-                        "in lower case" % subject)
-    if len(subject) > SUBJECT_MAX:
-        problems.append("subject is %d characters, more than %d"
-                        % (len(subject), SUBJECT_MAX))
     body = patch.message()
-    for n, line in enumerate(body, 1):
-        if len(line) > BODY_MAX and not _LONG_OK.match(line):
-            problems.append("message line %d is %d columns, more than %d"
-                            % (n, len(line), BODY_MAX))
-        if line != line.rstrip():
-            problems.append("message line %d has trailing white space" % n)
     fields = {}
     for line in body:
         m = re.match(r"^([A-Z][A-Za-z-]+): (.*)$", line)
@@ -55,7 +64,17 @@ def lint_message(name, text):
     elif status not in UPSTREAM_STATUSES:
         problems.append("Upstream-Status %r is not one of %s"
                         % (status, ", ".join(UPSTREAM_STATUSES)))
-    for field in ("Forwarded", "Last-Update", "Signed-off-by"):
+    if status == "Backport":
+        # A backport keeps upstream's author, subject and message as they
+        # are; DEP-3 asks it to say where it comes from.
+        if not _ORIGIN.match(fields.get("Origin", "")):
+            problems.append("a backport needs 'Origin: upstream, "
+                            "<url>/commit/<40-hex id>'")
+        required = ("Last-Update",)
+    else:
+        problems.extend(_style_problems(subject, body))
+        required = ("Forwarded", "Last-Update", "Signed-off-by")
+    for field in required:
         if field not in fields:
             problems.append("no %s: field" % field)
     if "Last-Update" in fields and not re.match(r"^\d{4}-\d{2}-\d{2}$",
@@ -69,7 +88,7 @@ def check(manifest, out, report):
     """Calls ``report(status, name, why)`` per finding; returns the number
     of failures."""
     failures = 0
-    folder = os.path.join(manifest.root, "patches")
+    folder = manifest.patch_dir
     report("PASS", "check deps.json", "valid, %d patches, hashes current"
            % len(manifest.series))
     try:

@@ -10,6 +10,9 @@ from .errors import UvPatchError, EXIT_USAGE
 from .fsutil import Lock
 from .manifest import load
 
+# Pull requests go to upstream's development branch.
+UPSTREAM_BASE = "v1.x"
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 
@@ -40,9 +43,18 @@ def cmd_build(args, manifest):
 
 def cmd_test(args, manifest):
     from .testing import test
-    with Lock(args.out, "test"):
-        test(manifest, args.out, suite=args.suite, target=args.target,
-             config=args.config, source=args.source)
+    # Without --base: every base, the default first and in full.
+    names = [args.base] if args.base else \
+        [manifest.name] + [b["name"] for b in manifest.doc["bases"]
+                           if b["name"] != manifest.name]
+    manifests = [load(args.repo, base=name) for name in names]
+    test(manifests, args.out_root, suite=args.suite, target=args.target,
+         config=args.config, source=args.source)
+
+
+def cmd_bases(args, manifest):
+    from .fetch import describe_bases
+    print(describe_bases(manifest), end="")
 
 
 def cmd_refresh(args, manifest):
@@ -78,13 +90,15 @@ def cmd_vendor(args, manifest):
 
 def cmd_rebase(args, manifest):
     from . import rebase
-    with Lock(args.out, "rebase"):
+    # One rebase at a time, in out/rebase, whichever base it starts from.
+    with Lock(args.out_root, "rebase"):
         if args.abort:
-            rebase.abort(args.out)
+            rebase.abort(args.out_root)
         elif args.resume:
-            rebase.resume(manifest, args.out)
+            rebase.resume(args.repo, args.out_root)
         else:
-            rebase.start(manifest, args.out, args.onto, args.source)
+            rebase.start(manifest, args.out_root, args.onto, args.source,
+                         name=args.name, nearest=args.base is None)
 
 
 def cmd_bench(args, manifest):
@@ -128,6 +142,13 @@ def _add_bench_options(p):
 
 
 def _add_rebase_options(p):
+    p.add_argument("--base", metavar="NAME",
+                   help="the series to start from (default: the supported "
+                        "base nearest to REF, by commits between them)")
+    p.add_argument("--name", metavar="NAME",
+                   help="the base the result becomes: an existing base is "
+                        "moved, a new name adds a base (default: REF's "
+                        "tag, or `git describe` of its commit)")
     p.add_argument("--source", metavar="SRC",
                    help="where REF is: a git repository or bundle (default: "
                         "deps.json's git source), or a tarball or directory "
@@ -155,6 +176,13 @@ def _print_result(status, name, why):
     print("%s %s: %s" % (status, name, why), flush=True)
 
 
+def _add_base(p, default=None):
+    p.add_argument("--base", metavar="NAME",
+                   help="which supported base (scripts/uvpatch bases lists "
+                        "them; default: %s)"
+                        % (default or "deps.json's default_base"))
+
+
 def _add_source(p):
     p.add_argument("--source", metavar="SRC",
                    help="a local git repository or bundle, a directory or "
@@ -173,18 +201,20 @@ def _add_build_options(p):
 # name: (handler, help, options)
 COMMANDS = {
     "fetch": (cmd_fetch, "obtain and verify the pinned libuv tree",
-              [_add_source]),
+              [_add_base, _add_source]),
     "apply": (cmd_apply, "make out/src: the base commit plus the series",
-              [_add_source, lambda p: p.add_argument(
+              [_add_base, _add_source, lambda p: p.add_argument(
                   "--discard", action="store_true",
                   help="drop commits and edits in out/src that are not in "
                        "patches/")]),
     "bench": (cmd_bench, "measure base against patched (Release) and "
               "write a report for upstream: out/bench/report.md, "
               "report.json and SVG plots",
-              [_add_source, _add_bench_options]),
+              [_add_base, _add_source, _add_bench_options]),
+    "bases": (cmd_bases, "list the supported bases, where each one's "
+              "source comes from and whether it is cached", []),
     "build": (cmd_build, "build libuv, its test runner and tests/regress",
-              [_add_source, _add_build_options,
+              [_add_base, _add_source, _add_build_options,
                lambda p: p.add_argument("--unpatched", action="store_true",
                                         help="build the pristine base"),
                lambda p: p.add_argument("--prefix", metavar="DIR",
@@ -192,19 +222,20 @@ COMMANDS = {
                                              "there")]),
     "check": (cmd_check, "lint the series: hashes, canonical form, "
               "messages, exact apply",
-              [lambda p: p.add_argument(
+              [_add_base, lambda p: p.add_argument(
                   "--bisect", action="store_true",
                   help="also build each prefix of the series and run its "
                        "tests (slow)")]),
     "rebase": (cmd_rebase, "move the series to another upstream commit "
-               "(three-way merge in out/rebase)",
+               "(three-way merge in out/<base>/rebase)",
                [_add_rebase_options]),
     "refresh": (cmd_refresh, "rewrite patches/ and deps.json from the "
-                "commits in out/src", []),
+                "commits in out/<base>/src", [_add_base]),
     "upstream": (cmd_upstream, "prepare patches for libuv: a git "
                  "repository with a branch, an mbox and a pull-request "
                  "text per patch, in DEST",
-                 [lambda p: p.add_argument(
+                 [lambda p: _add_base(p, UPSTREAM_BASE + " when declared"),
+                  lambda p: p.add_argument(
                      "--onto", metavar="REF",
                      help="base the branches on this upstream tag, branch "
                           "or commit (default: the pinned base)"),
@@ -219,7 +250,7 @@ COMMANDS = {
                   lambda p: p.add_argument("dest", metavar="DEST")]),
     "vendor": (cmd_vendor, "export the patched tree and UVPATCH.json "
                "into DEST (e.g. deps/libuv of a project)",
-               [_add_source,
+               [_add_base, _add_source,
                 lambda p: p.add_argument("dest", metavar="DEST"),
                 lambda p: p.add_argument("--unpatched", action="store_true",
                                          help="export the pristine base"),
@@ -227,7 +258,12 @@ COMMANDS = {
                     "--force", action="store_true",
                     help="overwrite local edits in an earlier export")]),
     "test": (cmd_test, "run every test; ends with 'N passed, N failed'",
-             [_add_source,
+             [lambda p: p.add_argument(
+                 "--base", metavar="NAME",
+                 help="test this base only (default: every base, the "
+                      "default one first; a base whose source cannot be "
+                      "had is skipped with one line)"),
+              _add_source,
               lambda p: p.add_argument(
                   "--suite", default="regression",
                   choices=("regression", "libuv", "all"),
@@ -268,6 +304,17 @@ def parser():
 
 
 
+def _base_of(args):
+    """The base a command works on: --base, else the default base; pull
+    requests go to upstream's development branch when it is declared."""
+    base = getattr(args, "base", None)
+    if base is None and args.command == "upstream":
+        doc = load(args.repo, check_files=False).doc
+        if UPSTREAM_BASE in [b["name"] for b in doc["bases"]]:
+            base = UPSTREAM_BASE
+    return base
+
+
 def main(argv=None):
     p = parser()
     try:
@@ -275,9 +322,13 @@ def main(argv=None):
     except SystemExit as e:
         return e.code if isinstance(e.code, int) else EXIT_USAGE
     proc.VERBOSE = args.verbose
-    args.out = os.path.abspath(args.out or os.path.join(args.repo, "out"))
+    args.out_root = os.path.abspath(args.out or os.path.join(args.repo,
+                                                             "out"))
     try:
-        manifest = load(args.repo)
+        manifest = load(args.repo, base=_base_of(args))
+        # Each base works in a folder of its own: bases never overwrite
+        # each other's trees and builds.
+        args.out = os.path.join(args.out_root, manifest.name)
         args.handler(args, manifest)
     except UvPatchError as e:
         print("error: " + e.message, file=sys.stderr)

@@ -1,9 +1,10 @@
 """Obtaining the pinned upstream tree, verified, through a local cache.
 
-Sources are tried in order: --source, UVPATCH_SOURCE, the cache, the
-upstream git URL, the upstream archive, Debian's source package. Whatever
-a source yields is checked by recomputing its git tree id (and, for a
-known tarball, its sha256) before it enters the cache.
+Sources are tried in order: --source, the cache, UVPATCH_SOURCE (a
+mirror, bundle or tarball: used when it holds the base), the upstream git
+URL, the upstream archive, Debian's source package. Whatever a source
+yields is checked by recomputing its git tree id (and, for a known
+tarball, its sha256) before it enters the cache.
 """
 
 import json
@@ -73,19 +74,16 @@ class Fetcher:
 
     def _fetch(self, source):
         tried = []
-        explicit = [(source, "--source")] if source else []
-        env_source = os.environ.get("UVPATCH_SOURCE")
-        if env_source:
-            explicit.append((env_source, "UVPATCH_SOURCE"))
-        for src, origin in explicit:
-            # A source the user named must be right: a mismatch is an
-            # error, not a reason to quietly use something else.
+        if source:
+            # A source named for this command must be right: a mismatch
+            # is an error, not a reason to quietly use something else.
             try:
-                return self._install(lambda tmp: self._from_local(src, tmp),
-                                     "%s %s" % (origin, src))
+                return self._install(
+                    lambda tmp: self._from_local(source, tmp),
+                    "--source %s" % source)
             except Unavailable as e:
                 raise UvPatchError(
-                    "%s %s: %s" % (origin, src, e),
+                    "--source %s: %s" % (source, e),
                     hint="pass a git repository or bundle holding commit "
                          "%s, a directory or a tarball of tree %s"
                          % (self.manifest.commit, self.manifest.tree),
@@ -95,6 +93,19 @@ class Fetcher:
         if cached:
             return cached
         tried.append("the cache (%s): empty" % self.entry_path)
+
+        # UVPATCH_SOURCE serves every base it holds (a bundle of upstream
+        # holds them all); for one it lacks, the next source is tried. A
+        # source that holds the commit with another tree is still refused.
+        mirror = os.environ.get("UVPATCH_SOURCE")
+        if mirror:
+            label = "UVPATCH_SOURCE %s" % mirror
+            try:
+                return self._install(
+                    lambda tmp: self._from_local(mirror, tmp), label)
+            except Unavailable as e:
+                proc.note("%s: %s" % (label, e))
+                tried.append("%s: %s" % (label, e))
 
         attempts = [
             ("git", self._from_git_url),
@@ -292,6 +303,35 @@ class Fetcher:
                 "sha256": digest}
 
 
+def describe_bases(manifest, cache=None):
+    """The text of `scripts/uvpatch bases`: each base, what it is for,
+    where its source comes from, and whether its tree is cached."""
+    from .manifest import validate
+    lines = []
+    mirror = os.environ.get("UVPATCH_SOURCE")
+    for data in manifest.doc["bases"]:
+        base = validate(manifest.doc, manifest.root, check_files=False,
+                        base=data["name"])
+        up = base.upstream
+        cached = os.path.isdir(os.path.join(cache or cache_root(),
+                                            base.tree))
+        lines.append("%s%s  %s %s, %d patches in patches/%s/"
+                     % (base.name, " (default)" if base.is_default else "",
+                        up["tag"], up["commit"][:12], len(base.series),
+                        base.name))
+        if "for" in data:
+            lines.append("  for: %s" % data["for"])
+        lines.append("  tree %s: %s" % (
+            base.tree, "cached in %s" % os.path.join(
+                cache or cache_root(), base.tree) if cached
+            else "not cached"))
+        order = ["UVPATCH_SOURCE %s" % mirror] if mirror else []
+        order += [_describe(spec) for spec in base.sources]
+        lines.append("  sources, in order after the cache: %s"
+                     % "; ".join(order))
+    return "\n".join(lines) + "\n"
+
+
 def _describe(spec):
     if spec["kind"] == "debian":
         return "Debian source package %s %s" % (spec["package"],
@@ -301,7 +341,8 @@ def _describe(spec):
 
 def _enable_hints(manifest):
     hints = ["pass --source with a local git repository, bundle, "
-             "directory or tarball (or set UVPATCH_SOURCE)"]
+             "directory or tarball of %s (or set UVPATCH_SOURCE to a "
+             "bundle or mirror of upstream libuv)" % manifest.upstream["tag"]]
     deb = manifest.source("debian")
     if deb:
         hints.append(

@@ -1,4 +1,5 @@
-"""deps.json: the pinned upstream, the ways to obtain it, and the series.
+"""deps.json: the supported bases, each a pinned upstream, the ways to
+obtain it, and the series of patches for it (in patches/<base>/).
 
 Validation is strict: every field is checked for presence, type and form,
 and each message names the field and how to fix it.
@@ -9,9 +10,9 @@ import json
 import os
 import re
 
-from .errors import UvPatchError, EXIT_MANIFEST
+from .errors import UvPatchError, EXIT_MANIFEST, EXIT_USAGE
 
-SCHEMA = 1
+SCHEMA = 2
 
 # Yocto's Upstream-Status values.
 UPSTREAM_STATUSES = ("Pending", "Submitted", "Accepted", "Backport",
@@ -25,10 +26,13 @@ _HEX40 = re.compile(r"^[0-9a-f]{40}\Z")
 _HEX64 = re.compile(r"^[0-9a-f]{64}\Z")
 _PATCH_NAME = re.compile(r"^[0-9]{4}-[A-Za-z0-9][A-Za-z0-9._-]*\.patch\Z")
 _CASE = re.compile(r"^[a-z0-9_]+/[a-z0-9_]+\Z")
+# A base's name is also its folder under patches/ and out/.
+_BASE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*\Z")
 
 _FIELDS = {
-    "top": {"schema": int, "upstream": dict, "sources": list,
-            "series": list},
+    "top": {"schema": int, "default_base": str, "bases": list},
+    "base": {"name": str, "for": str, "upstream": dict, "sources": list,
+             "series": list},
     "upstream": {"name": str, "repository": str, "tag": str, "commit": str,
                  "tree": str},
     "git": {"kind": str, "url": str},
@@ -41,19 +45,43 @@ _FIELDS = {
     "proof": {"target": str, "cases": list, "native_only": bool},
 }
 _OPTIONAL = {"proof": {"native_only"},
-             "series": {"tests", "proof"}}
+             "series": {"tests", "proof"},
+             "base": {"for"}}
 
 
 class Manifest:
-    """A validated deps.json; ``root`` is the folder that holds it."""
+    """One base of a validated deps.json: ``data`` is that base's object,
+    ``doc`` the whole file, ``root`` the folder that holds it."""
 
-    def __init__(self, data, root, path):
+    def __init__(self, data, root, path, doc=None):
         self.data = data
         self.root = root
         self.path = path
+        self.doc = doc if doc is not None else {
+            "schema": SCHEMA, "default_base": data["name"], "bases": [data]}
+        self.name = data["name"]
         self.upstream = data["upstream"]
         self.sources = data["sources"]
         self.series = data["series"]
+
+    @property
+    def is_default(self):
+        return self.name == self.doc["default_base"]
+
+    @property
+    def patch_dir(self):
+        return os.path.join(self.root, "patches", self.name)
+
+    def doc_with(self, data):
+        """The whole deps.json with this base's object replaced by (or,
+        for a new name, ``data`` added after the others)."""
+        doc = json.loads(json.dumps(self.doc))
+        for i, base in enumerate(doc["bases"]):
+            if base["name"] == data["name"]:
+                doc["bases"][i] = data
+                return doc
+        doc["bases"].append(data)
+        return doc
 
     @property
     def tree(self):
@@ -64,7 +92,7 @@ class Manifest:
         return self.upstream["commit"]
 
     def patch_path(self, entry):
-        return os.path.join(self.root, "patches", entry["file"])
+        return os.path.join(self.patch_dir, entry["file"])
 
     def source(self, kind):
         for src in self.sources:
@@ -126,71 +154,112 @@ def sha256_file(path):
     return digest.hexdigest()
 
 
-def validate(data, root, check_files=True):
-    """Checks ``data`` (parsed deps.json) and returns a Manifest."""
-    _check_fields(data, "top", "")
-    if data["schema"] != SCHEMA:
-        _fail("schema", "unsupported version %r" % data["schema"],
-              "this tool reads schema %d" % SCHEMA)
+def validate(doc, root, check_files=True, base=None):
+    """Checks ``doc`` (parsed deps.json) and returns the Manifest of
+    ``base`` (a name; None: the default base)."""
+    _check_fields(doc, "top", "")
+    if doc["schema"] != SCHEMA:
+        _fail("schema", "unsupported version %r" % doc["schema"],
+              "this tool reads schema %d (one object per base in "
+              "\"bases\", see README.md)" % SCHEMA)
+    if not doc["bases"]:
+        _fail("bases", "is empty", "declare at least the default base")
+    names = []
+    for i, data in enumerate(doc["bases"]):
+        where = "bases[%d]" % i
+        _check_fields(data, "base", where)
+        name = data["name"]
+        if not _BASE_NAME.match(name):
+            _fail(where + ".name", "%r is not a base name like v1.50.0"
+                  % name, "use letters, digits and . _ + - (it names "
+                  "folders under patches/ and out/)")
+        if name in names:
+            _fail(where + ".name", "%r is declared twice" % name,
+                  "declare each base once")
+        names.append(name)
+        _validate_base(data, where, os.path.join(root, "patches", name),
+                       check_files)
+    if doc["default_base"] not in names:
+        _fail("default_base", "%r is not one of the bases (%s)"
+              % (doc["default_base"], ", ".join(names)),
+              "name one of the declared bases")
+    if check_files:
+        folder = os.path.join(root, "patches")
+        if os.path.isdir(folder):
+            for name in sorted(os.listdir(folder)):
+                if name not in names:
+                    _fail("bases", "patches/%s belongs to no declared base"
+                          % name, "declare the base in deps.json or "
+                          "delete the folder")
+    wanted = doc["default_base"] if base is None else base
+    if wanted not in names:
+        raise UvPatchError("no base %r in deps.json" % wanted,
+                           hint="the bases are: %s (scripts/uvpatch bases "
+                                "lists them)" % ", ".join(names),
+                           status=EXIT_USAGE)
+    data = doc["bases"][names.index(wanted)]
+    return Manifest(data, root, os.path.join(root, "deps.json"), doc)
 
+
+def _validate_base(data, where, folder, check_files):
     up = data["upstream"]
-    _check_fields(up, "upstream", "upstream")
-    _check_hex(up["commit"], _HEX40, "upstream.commit", "commit id")
-    _check_hex(up["tree"], _HEX40, "upstream.tree", "tree id")
+    _check_fields(up, "upstream", where + ".upstream")
+    _check_hex(up["commit"], _HEX40, where + ".upstream.commit", "commit id")
+    _check_hex(up["tree"], _HEX40, where + ".upstream.tree", "tree id")
 
     kinds = set()
     for i, src in enumerate(data["sources"]):
-        where = "sources[%d]" % i
+        swhere = "%s.sources[%d]" % (where, i)
         kind = src.get("kind") if isinstance(src, dict) else None
         if kind not in SOURCE_KINDS:
-            _fail(where + ".kind", "must be one of %s, not %r"
+            _fail(swhere + ".kind", "must be one of %s, not %r"
                   % (", ".join(SOURCE_KINDS), kind), "fix the kind")
         if kind in kinds:
-            _fail(where + ".kind", "a second %r source" % kind,
+            _fail(swhere + ".kind", "a second %r source" % kind,
                   "keep one source of each kind")
         kinds.add(kind)
-        _check_fields(src, kind, where)
+        _check_fields(src, kind, swhere)
         if "sha256" in src:
-            _check_hex(src["sha256"], _HEX64, where + ".sha256", "sha256")
+            _check_hex(src["sha256"], _HEX64, swhere + ".sha256", "sha256")
         if "file" in src and os.path.basename(src["file"]) != src["file"]:
-            _fail(where + ".file", "must be a plain file name",
+            _fail(swhere + ".file", "must be a plain file name",
                   "drop the directory part")
 
     seen = set()
     for i, entry in enumerate(data["series"]):
-        where = "series[%d]" % i
-        _check_fields(entry, "series", where)
+        ewhere = "%s.series[%d]" % (where, i)
+        _check_fields(entry, "series", ewhere)
         name = entry["file"]
         if not _PATCH_NAME.match(name):
-            _fail(where + ".file", "%r is not a patch name like "
+            _fail(ewhere + ".file", "%r is not a patch name like "
                   "0001-subsystem-summary.patch" % name,
                   "rename the patch (scripts/uvpatch refresh names them)")
         if not name.startswith("%04d-" % (i + 1)):
-            _fail(where + ".file", "%r is entry %d of the series but is "
+            _fail(ewhere + ".file", "%r is entry %d of the series but is "
                   "numbered %s" % (name, i + 1, name[:4]),
                   "number the patches 0001, 0002, ... in series order")
         if name in seen:
-            _fail(where + ".file", "%r is listed twice" % name,
+            _fail(ewhere + ".file", "%r is listed twice" % name,
                   "list each patch once")
         seen.add(name)
-        _check_hex(entry["sha256"], _HEX64, where + ".sha256", "sha256")
+        _check_hex(entry["sha256"], _HEX64, ewhere + ".sha256", "sha256")
         if not entry["platforms"]:
-            _fail(where + ".platforms", "is empty",
+            _fail(ewhere + ".platforms", "is empty",
                   "list the platforms it changes: %s" % ", ".join(PLATFORMS))
         for p in entry["platforms"]:
             if p not in PLATFORMS:
-                _fail(where + ".platforms", "unknown platform %r" % (p,),
+                _fail(ewhere + ".platforms", "unknown platform %r" % (p,),
                       "use %s" % ", ".join(PLATFORMS))
         if entry["upstream_status"] not in UPSTREAM_STATUSES:
-            _fail(where + ".upstream_status", "unknown value %r"
+            _fail(ewhere + ".upstream_status", "unknown value %r"
                   % entry["upstream_status"],
                   "use one of Yocto's: %s" % ", ".join(UPSTREAM_STATUSES))
         for t in entry.get("tests", []):
             if not isinstance(t, str) or not re.match(r"^[a-z0-9_]+\Z", t):
-                _fail(where + ".tests", "%r is not a program name" % (t,),
+                _fail(ewhere + ".tests", "%r is not a program name" % (t,),
                       "name programs of tests/regress/ without .c")
         for j, proof in enumerate(entry.get("proof", [])):
-            pwhere = "%s.proof[%d]" % (where, j)
+            pwhere = "%s.proof[%d]" % (ewhere, j)
             _check_fields(proof, "proof", pwhere)
             if proof["target"] not in TARGETS:
                 _fail(pwhere + ".target", "unknown target %r"
@@ -203,29 +272,35 @@ def validate(data, root, check_files=True):
                     _fail(pwhere + ".cases", "%r is not program/case"
                           % (case,), "write e.g. udp_budget/recvmmsg_20")
         if check_files:
-            path = os.path.join(root, "patches", name)
+            path = os.path.join(folder, name)
             if not os.path.isfile(path):
-                _fail(where + ".file", "patches/%s does not exist" % name,
+                _fail(ewhere + ".file", "%s does not exist" % _rel(path),
                       "add the file or remove the entry")
             actual = sha256_file(path)
             if actual != entry["sha256"]:
-                _fail(where + ".sha256",
-                      "does not match patches/%s (expected %s, actual %s)"
-                      % (name, entry["sha256"], actual),
+                _fail(ewhere + ".sha256",
+                      "does not match %s (expected %s, actual %s)"
+                      % (_rel(path), entry["sha256"], actual),
                       "if the patch change is intended, run "
-                      "`scripts/uvpatch refresh` or write the new sha256")
+                      "`scripts/uvpatch refresh --base %s` or write the new "
+                      "sha256" % data["name"])
     if check_files:
         listed = set(seen)
-        folder = os.path.join(root, "patches")
         if os.path.isdir(folder):
             for name in sorted(os.listdir(folder)):
                 if name.endswith(".patch") and name not in listed:
-                    _fail("series", "patches/%s is not listed" % name,
+                    _fail(where + ".series", "%s is not listed"
+                          % _rel(os.path.join(folder, name)),
                           "add it to the series or delete the file")
-    return Manifest(data, root, os.path.join(root, "deps.json"))
 
 
-def load(root, check_files=True):
+def _rel(path):
+    """patches/<base>/<file>, for messages."""
+    parts = path.replace(os.sep, "/").split("/")
+    return "/".join(parts[-3:])
+
+
+def load(root, check_files=True, base=None):
     path = os.path.join(root, "deps.json")
     try:
         with open(path, "rb") as f:
@@ -244,7 +319,7 @@ def load(root, check_files=True):
         raise UvPatchError("deps.json: not valid JSON: %s" % e,
                            hint="fix the syntax at that line and column",
                            status=EXIT_MANIFEST)
-    return validate(data, root, check_files)
+    return validate(data, root, check_files, base)
 
 
 def dump(data):

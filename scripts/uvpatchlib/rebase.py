@@ -57,30 +57,38 @@ def _save(work, state):
 
 # Starting: the new base, verified, and the series copied aside.
 
-def start(manifest, out, ref, source=None):
-    work = _dir(out)
+def start(manifest, out_root, ref, source=None, name=None, nearest=True):
+    """Moves ``manifest``'s series (or, with ``nearest``, that of the base
+    nearest to REF) onto REF, as the base ``name``."""
+    work = _dir(out_root)
     if _load(work) is not None:
         raise UvPatchError(
             "a rebase is already in progress in %s" % work,
             hint="finish it with `scripts/uvpatch rebase --continue` or "
                  "drop it with `scripts/uvpatch rebase --abort`",
             status=EXIT_STATE)
-    # The old series must apply on the old base: its commits give the
-    # three-way merges their common ancestors.
-    old_src = apply_series(manifest, out)
     proc.step("rebase: fetch %s" % ref)
-    onto, notes, fetch_from, scratch = _new_upstream(manifest, out, ref,
-                                                     source)
+    found, scratch = _locate(manifest, out_root, ref, source)
     try:
-        target = validate(onto, manifest.root)
-        entry = Fetcher(target).fetch(fetch_from)
+        if nearest:
+            manifest = _nearest(manifest, found)
+        onto, notes = _onto(manifest, found, name)
+        upstream_has = _already_upstream(manifest, found)
+        # The old series must apply on the old base: its commits give
+        # the three-way merges their common ancestors.
+        old_src = apply_series(manifest, os.path.join(out_root,
+                                                      manifest.name))
+        target = validate(manifest.doc_with(onto), manifest.root,
+                          check_files=False, base=onto["name"])
+        entry = Fetcher(target).fetch(found["fetch_from"])
     finally:
         remove_tree(scratch)
     for note in notes:
         proc.note(note)
 
-    proc.step("rebase onto %s (%s)" % (onto["upstream"]["tag"],
-                                       onto["upstream"]["commit"][:12]))
+    proc.step("rebase %s onto %s (%s), as base %s"
+              % (manifest.name, onto["upstream"]["tag"],
+                 onto["upstream"]["commit"][:12], onto["name"]))
     remove_tree(work)
     try:
         bare = copy.deepcopy(onto)
@@ -98,6 +106,7 @@ def start(manifest, out, ref, source=None):
         remove_tree(work)
         raise
     state = {
+        "from": manifest.name,
         "onto": onto,
         "notes": notes,
         "deps_sha256": sha256_file(manifest.path),
@@ -105,14 +114,19 @@ def start(manifest, out, ref, source=None):
         "patches": [{"file": e["file"], "status": "pending"}
                     for e in manifest.series],
     }
+    for item in state["patches"]:
+        if item["file"] in upstream_has:
+            item.update(status="upstream", commit=upstream_has[item["file"]])
     _save(work, state)
-    return _run(manifest, out, work, state)
+    return _run(manifest, out_root, work, state)
 
 
-def _new_upstream(manifest, out, ref, source):
-    """deps.json's data for the new base; notes to show; what to fetch
-    it from; a scratch path to remove afterwards."""
-    src = source or gitref.default_source(manifest)
+def _locate(manifest, out_root, ref, source):
+    """Finds REF: {commit, label, tree, fetch_from, tarball, repo}, where
+    ``repo`` is a repository with REF's history when the source has it;
+    and a scratch folder to remove afterwards."""
+    src = source or os.environ.get("UVPATCH_SOURCE") or \
+        gitref.default_source(manifest)
     if src is None:
         raise UvPatchError("deps.json has no git source to find %r in" % ref,
                            hint="pass --source with a git repository, a "
@@ -121,35 +135,117 @@ def _new_upstream(manifest, out, ref, source):
         raise UvPatchError("--source %s does not exist" % source,
                            hint="give a git repository, a bundle, a tarball "
                                 "or a directory", status=EXIT_FETCH)
-    os.makedirs(out, exist_ok=True)
-    scratch = tempfile.mkdtemp(prefix=".rebase-fetch-", dir=out)
+    os.makedirs(out_root, exist_ok=True)
+    scratch = tempfile.mkdtemp(prefix=".rebase-fetch-", dir=out_root)
     try:
         if gitref.is_git_source(src):
-            commit, label, tree = _from_git(src, ref, scratch)
-            fetch_from = scratch
-            tarball = None
+            found = _from_git(src, ref, scratch)
         else:
             commit, tree = _from_tarball(manifest, src, ref, scratch)
-            label, fetch_from, tarball = ref, os.path.abspath(src), src
+            found = {"commit": commit, "label": ref, "tree": tree,
+                     "fetch_from": os.path.abspath(src), "tarball": src,
+                     "repo": None}
     except BaseException:
         remove_tree(scratch)
         raise
-    onto = copy.deepcopy(manifest.data)
-    onto["upstream"].update(tag=label, commit=commit, tree=tree)
-    onto["sources"], notes = _sources(manifest, label, tarball)
-    return onto, notes, fetch_from, scratch
+    return found, scratch
 
 
 def _from_git(src, ref, scratch):
     """Finds REF and brings its commit into a bare repository in
-    ``scratch``, which then serves as the source to fetch from."""
-    found = gitref.resolve(src, ref)
+    ``scratch``, which then serves as the source to fetch from. A local
+    repository or a bundle brings its whole history, so that distances
+    to the bases and upstream's own commits can be looked up."""
     proc.git(["init", "-q", "--bare", scratch])
-    gitref.fetch_commit(scratch, src, found.commit, depth=1)
+    local = os.path.exists(src)
+    if local:
+        url = src if os.path.isfile(src) else "file://" + os.path.abspath(src)
+        res = proc.git(["fetch", "-q", url, "+refs/heads/*:refs/heads/*",
+                        "+refs/tags/*:refs/tags/*"], cwd=scratch, check=False)
+        if res.returncode != 0:
+            raise UvPatchError("cannot read git source %s: %s"
+                               % (src, res.stderr.strip()),
+                               hint="pass --source with a readable git "
+                                    "repository or bundle",
+                               status=EXIT_FETCH)
+        found = gitref.resolve(scratch, ref)
+    else:
+        found = gitref.resolve(src, ref)
+        gitref.fetch_commit(scratch, src, found.commit, depth=1)
     # A ref makes the commit fetchable from here by its id.
     proc.git(["update-ref", "refs/tags/upstream", found.commit], cwd=scratch)
     tree = proc.git_out(["rev-parse", found.commit + "^{tree}"], cwd=scratch)
-    return found.commit, found.label, tree
+    label = found.label
+    if local and not proc.git(["describe", "--tags", "--exact-match",
+                               found.commit], cwd=scratch,
+                              check=False).stdout.strip():
+        described = proc.git(["describe", "--tags", "--exclude", "upstream",
+                              found.commit], cwd=scratch, check=False)
+        if described.returncode == 0 and described.stdout.strip():
+            label = described.stdout.strip()
+    return {"commit": found.commit, "label": label, "tree": tree,
+            "fetch_from": scratch, "tarball": None,
+            "repo": scratch if local else None}
+
+
+def _has(repo, commit):
+    return repo is not None and proc.git(
+        ["cat-file", "-e", commit + "^{commit}"], cwd=repo,
+        check=False).returncode == 0
+
+
+def _nearest(manifest, found):
+    """The supported base with the fewest commits between it and REF."""
+    from .manifest import validate as load_base
+    repo, commit = found["repo"], found["commit"]
+    distances = []
+    for data in manifest.doc["bases"]:
+        base = data["upstream"]["commit"]
+        if _has(repo, base):
+            count = int(proc.git_out(["rev-list", "--count", "%s...%s"
+                                      % (base, commit)], cwd=repo))
+            distances.append((count, data["name"]))
+    if not distances:
+        proc.note("rebase: the source has no history to measure distances "
+                  "in; starting from base %s" % manifest.name)
+        return manifest
+    # min() keeps deps.json's order among equals: the default base first.
+    count, name = min(distances, key=lambda d: d[0])
+    proc.note("rebase: starting from base %s, the nearest to %s (%s)"
+              % (name, found["label"], ", ".join(
+                  "%s: %d commits" % (n, c) for c, n in distances)))
+    return load_base(manifest.doc, manifest.root, base=name)
+
+
+def _onto(manifest, found, name):
+    """deps.json's object for the new base, and notes to show."""
+    label = found["label"]
+    onto = copy.deepcopy(manifest.data)
+    onto["name"] = name or re.sub(r"[^A-Za-z0-9._+-]", "-", label)
+    if onto["name"] != manifest.name:
+        onto.pop("for", None)
+    onto["upstream"].update(tag=label, commit=found["commit"],
+                            tree=found["tree"])
+    onto["sources"], notes = _sources(manifest, label, found["tarball"])
+    return onto, notes
+
+
+_ORIGIN = re.compile(r"^Origin: upstream, \S*/commit/([0-9a-f]{40})\s*$",
+                     re.M)
+
+
+def _already_upstream(manifest, found):
+    """{patch file: upstream commit} for the backports whose upstream
+    commit REF already has."""
+    has = {}
+    repo = found["repo"]
+    for e in manifest.series:
+        m = _ORIGIN.search(_read(manifest.patch_path(e)))
+        if m and _has(repo, m.group(1)) and proc.git(
+                ["merge-base", "--is-ancestor", m.group(1),
+                 found["commit"]], cwd=repo, check=False).returncode == 0:
+            has[e["file"]] = m.group(1)
+    return has
 
 
 def _from_tarball(manifest, src, ref, scratch):
@@ -349,8 +445,10 @@ def _in_progress(out):
     return work, state
 
 
-def resume(manifest, out):
+def resume(root, out):
     work, state = _in_progress(out)
+    from .manifest import load
+    manifest = load(root, base=state["from"])
     if sha256_file(manifest.path) != state["deps_sha256"]:
         raise UvPatchError("deps.json changed since the rebase started",
                            hint="run `scripts/uvpatch rebase --abort` and "
@@ -449,7 +547,8 @@ def _finish(manifest, out, work, state):
     write_atomic(os.path.join(work, ".git", STATE_FILE), json.dumps({
         "tree": onto["upstream"]["tree"], "base": state["base"],
         "patches": [], "head": head}, indent=2) + "\n")
-    target = Manifest(onto, manifest.root, manifest.path)
+    target = validate(manifest.doc_with(onto), manifest.root,
+                      check_files=False, base=onto["name"])
     proc.step("rebase: refresh")
     before = {e["file"]: _read(manifest.patch_path(e))
               for e in manifest.series}
@@ -461,13 +560,13 @@ def _finish(manifest, out, work, state):
     remove_tree(os.path.join(work, ".git", PATCHES))
     os.unlink(os.path.join(work, ".git", STATE))
 
-    src = os.path.join(out, "src")
+    src = os.path.join(out, target.name, "src")
     if os.path.isdir(src) and local_changes(src, read_state(src)):
         proc.note("out/src has work of its own: kept; the rebased tree is "
                   "in %s" % work)
     else:
         replace_dir(work, src)
-    _report(manifest, state, before)
+    _report(manifest, target, state, before)
     return changed, removed
 
 
@@ -488,13 +587,12 @@ def _essence(text):
     return "\n".join(keep)
 
 
-def _report(manifest, state, before):
+def _report(manifest, target, state, before):
     old_up, new_up = manifest.upstream, state["onto"]["upstream"]
-    print("upstream %s (%s) -> %s (%s)" % (
-        old_up["tag"], old_up["commit"][:12], new_up["tag"],
-        new_up["commit"][:12]), flush=True)
-    names = sorted(n for n in os.listdir(os.path.join(manifest.root,
-                                                      "patches"))
+    print("base %s: upstream %s (%s) -> base %s: %s (%s)" % (
+        manifest.name, old_up["tag"], old_up["commit"][:12], target.name,
+        new_up["tag"], new_up["commit"][:12]), flush=True)
+    names = sorted(n for n in os.listdir(target.patch_dir)
                    if n.endswith(".patch"))
     applied = [p for p in state["patches"] if p["status"] == "applied"]
     new_of = dict(zip([p["file"] for p in applied], names))
@@ -504,8 +602,12 @@ def _report(manifest, state, before):
             print("%s: dropped: empty on the new base (already upstream)"
                   % old, flush=True)
             continue
+        if item["status"] == "upstream":
+            print("%s: dropped: already upstream (%s is in %s)"
+                  % (old, item["commit"][:12], new_up["tag"]), flush=True)
+            continue
         new = new_of[old]
-        text = _read(os.path.join(manifest.root, "patches", new))
+        text = _read(os.path.join(target.patch_dir, new))
         if text == before[old]:
             how = "unchanged"
         elif _essence(text) == _essence(before[old]):

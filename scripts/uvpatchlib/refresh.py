@@ -109,7 +109,8 @@ def refresh(manifest, out, src=None, priors=None):
         raise UvPatchError("out/src has merge commits: a series is linear",
                            hint="rebase them away (git -C out/src rebase "
                                 "-i uvpatch-base)", status=EXIT_STATE)
-    patches_dir = os.path.join(manifest.root, "patches")
+    patches_dir = manifest.patch_dir
+    os.makedirs(patches_dir, exist_ok=True)
     old_by_index = list(manifest.series)
     with tempfile.TemporaryDirectory(prefix=".refresh-",
                                      dir=manifest.root) as tmp:
@@ -149,11 +150,13 @@ def refresh(manifest, out, src=None, priors=None):
                    if e["file"] not in names]
         # Check the new manifest against the new files before writing.
         staged = os.path.join(tmp, "root")
-        os.makedirs(os.path.join(staged, "patches"))
+        os.makedirs(os.path.join(staged, "patches", manifest.name))
         for name in names:
             os.link(os.path.join(tmp, name),
-                    os.path.join(staged, "patches", name))
-        validate(data, staged)
+                    os.path.join(staged, "patches", manifest.name, name))
+        doc = manifest.doc_with(data)
+        validate({**doc, "bases": [data], "default_base": manifest.name},
+                 staged)
         # patches/ and deps.json change together or not at all: if a
         # write fails (a full disk, a read-only file), undo the others.
         before = {}
@@ -168,7 +171,7 @@ def refresh(manifest, out, src=None, priors=None):
                 path = os.path.join(patches_dir, name)
                 before[path] = _read_or_none(path)
                 remove_tree(path)
-            text = dump(data)
+            text = dump(doc)
             with open(manifest.path, encoding="utf-8") as f:
                 if f.read() != text:
                     write_atomic(manifest.path, text)

@@ -19,8 +19,8 @@ from . import proc
 from .build import (build_variant, host_target, windows_toolchain_missing,
                     cross_windows)
 from .check import check
-from .errors import UvPatchError, EXIT_FAILURE
-from .fsutil import remove_tree
+from .errors import UvPatchError, EXIT_FAILURE, EXIT_FETCH
+from .fsutil import Lock, remove_tree
 
 CASE_TIMEOUT = 60
 SANITIZED = ("asan", "ubsan", "tsan")
@@ -45,8 +45,11 @@ class Tally:
     def __init__(self):
         self.passed = self.failed = self.skipped = 0
         self.failures = []
+        # Names the base that the results are of.
+        self.prefix = ""
 
     def result(self, status, name, why=""):
+        name = self.prefix + name
         if status == "PASS":
             self.passed += 1
         elif status == "FAIL":
@@ -540,12 +543,57 @@ def targets_to_test(requested):
     return targets, skipped
 
 
-def test(manifest, out, suite="regression", target=None, config="Release",
-         source=None):
+def test(manifests, out_root, suite="regression", target=None,
+         config="Release", source=None):
+    """Tests each base of ``manifests`` (Manifest objects, the first one
+    in full) in its folder of ``out_root``. Other bases, when tested
+    beside it, run their regression programs, check and libuv's
+    selection; a base whose source cannot be had is skipped with one
+    line. Result names start with the base's name."""
     tally = Tally()
     if suite in ("regression", "all"):
-        run_tool_tests(manifest.root, tally)
-        proc.step("check")
+        run_tool_tests(manifests[0].root, tally)
+    for k, manifest in enumerate(manifests):
+        tally.prefix = manifest.name + " "
+        if k > 0:
+            why = _unreachable(manifest, source)
+            if why:
+                tally.result("SKIP", "base", why)
+                continue
+        out = os.path.join(out_root, manifest.name)
+        with Lock(out, "test"):
+            test_base(manifest, out, tally, suite=suite, target=target,
+                      config=config, source=source, full=k == 0)
+    tally.prefix = ""
+    print(tally.summary(), flush=True)
+    if tally.failed:
+        raise UvPatchError("%d test(s) failed: %s"
+                           % (tally.failed, ", ".join(tally.failures[:10])),
+                           hint="run one case alone with -v to see its "
+                                "command", status=EXIT_FAILURE)
+    return tally
+
+
+def _unreachable(manifest, source):
+    """Why the tree of a base other than the first cannot be had, or
+    None once it is in the cache."""
+    from .fetch import Fetcher
+    try:
+        Fetcher(manifest).fetch(source)
+    except UvPatchError as e:
+        if e.status != EXIT_FETCH:
+            raise
+        return "%s: no source reachable (%s); set UVPATCH_SOURCE to a " \
+               "bundle or mirror of upstream libuv" % (
+                   manifest.upstream["tag"], e.message.splitlines()[-1]
+                   .strip())
+    return None
+
+
+def test_base(manifest, out, tally, suite="regression", target=None,
+              config="Release", source=None, full=True):
+    if suite in ("regression", "all"):
+        proc.step("check (%s)" % manifest.name)
         check(manifest, out, tally.result)
     targets, skipped = targets_to_test(target)
     for name, why in skipped:
@@ -558,20 +606,14 @@ def test(manifest, out, suite="regression", target=None, config="Release",
         try:
             if suite in ("regression", "all"):
                 run_regress(manifest, patched, base, runner, tally)
-                run_memcheck(manifest, patched, runner, tally)
+                if full:
+                    run_memcheck(manifest, patched, runner, tally)
             run_libuv(patched, base, runner, tally,
                       everything=suite in ("libuv", "all"))
         finally:
             runner.stop()
-    if suite in ("regression", "all") and target in (None, "all"):
+    if full and suite in ("regression", "all") and target in (None, "all"):
         # It asserts no figure: it proves the benchmark runs and its report
         # parses.
         from .bench import smoke
         smoke(manifest, out, tally, source=source)
-    print(tally.summary(), flush=True)
-    if tally.failed:
-        raise UvPatchError("%d test(s) failed: %s"
-                           % (tally.failed, ", ".join(tally.failures[:10])),
-                           hint="run one case alone with -v to see its "
-                                "command", status=EXIT_FAILURE)
-    return tally

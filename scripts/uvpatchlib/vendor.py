@@ -37,7 +37,8 @@ def check_dest(dest, manifest, out):
         raise UvPatchError("%s is this repository or holds it" % dest,
                            hint="export into another repository, e.g. "
                                 "../myproject/deps/libuv", status=EXIT_USAGE)
-    for folder, what in ((os.path.realpath(out), "the work folder out/"),
+    for folder, what in ((os.path.realpath(os.path.dirname(out)),
+                          "the work folder out/"),
                          (os.path.join(root, "patches"), "patches/")):
         if _inside(real, folder):
             raise UvPatchError("%s is inside %s" % (dest, what),
@@ -83,6 +84,7 @@ def provenance(manifest, patched, tree, files):
     data = {
         "tool": "uvpatch",
         "version": VERSION,
+        "base": manifest.name,
         "upstream": {"name": up["name"], "tag": up["tag"],
                      "commit": up["commit"], "tree": up["tree"]},
         "patched": patched,

@@ -71,9 +71,12 @@ class World(unittest.TestCase):
         self.commit = git(["rev-parse", "HEAD"], self.upstream).stdout.strip()
         self.tree = git(["rev-parse", "HEAD^{tree}"],
                         self.upstream).stdout.strip()
-        os.makedirs(os.path.join(self.root, "patches"))
+        # self.deps is the one base's object; deps.json wraps it.
+        self.base = "v0.0.1"
+        self.patches = os.path.join(self.root, "patches", self.base)
+        os.makedirs(self.patches)
         self.deps = {
-            "schema": 1,
+            "name": self.base,
             "upstream": {"name": "libuv", "repository": "file://"
                          + self.upstream, "tag": "v0.0.1",
                          "commit": self.commit, "tree": self.tree},
@@ -82,9 +85,21 @@ class World(unittest.TestCase):
         }
         self.save_deps()
 
-    def save_deps(self):
-        write(os.path.join(self.root, "deps.json"),
-              json.dumps(self.deps, indent=2) + "\n")
+    def save_deps(self, extra_bases=()):
+        write(os.path.join(self.root, "deps.json"), json.dumps(
+            {"schema": 2, "default_base": self.base,
+             "bases": [self.deps] + list(extra_bases)}, indent=2) + "\n")
+
+    def deps_doc(self):
+        with open(os.path.join(self.root, "deps.json")) as f:
+            return json.load(f)
+
+    def base_now(self, name=None):
+        """A base's object in deps.json as it is now."""
+        for base in self.deps_doc()["bases"]:
+            if base["name"] == (name or self.base):
+                return base
+        raise AssertionError("no base %r in deps.json" % name)
 
     def make_patch(self, number, slug, edits, subject=None):
         """Commits ``edits`` ({path: text}) on top of the series so far in
@@ -100,7 +115,7 @@ class World(unittest.TestCase):
         text = git(["format-patch", "-1", "--stdout", "--zero-commit",
                     "--no-signature", "--no-renames"], work).stdout
         name = "%04d-%s.patch" % (number, slug)
-        path = os.path.join(self.root, "patches", name)
+        path = os.path.join(self.patches, name)
         write(path, text)
         self.deps["series"].append({
             "file": name, "sha256": sha256(path), "platforms": ["unix"],
@@ -142,4 +157,4 @@ class World(unittest.TestCase):
 
     def src_head(self):
         return git(["rev-parse", "HEAD"],
-                   os.path.join(self.out, "src")).stdout.strip()
+                   os.path.join(self.out, self.base, "src")).stdout.strip()
