@@ -166,10 +166,18 @@ def _add_rebase_options(p):
 
 
 def cmd_upstream(args, manifest):
-    from .upstream import prepare
+    from .upstream import prepare, verify
     with Lock(args.out, "upstream"):
-        print(prepare(manifest, args.out, args.dest, onto=args.onto,
-                      source=args.source, wanted=args.patch or ()))
+        dest = prepare(manifest, args.out, args.dest, onto=args.onto,
+                       source=args.source, wanted=args.patch or ())
+        failed = verify(manifest, args.out, dest, _print_result) \
+            if args.check else 0
+    print(dest)
+    if failed:
+        raise UvPatchError("%d branch(es) fail on their own" % failed,
+                           hint="each branch must build and pass alone: "
+                                "stack the patch on the one it needs, or "
+                                "fix it in out/<base>/src and refresh")
 
 
 def _print_result(status, name, why):
@@ -243,6 +251,10 @@ COMMANDS = {
                       "--source", metavar="SRC",
                       help="the git repository or bundle to find REF in "
                            "(default: deps.json's git source)"),
+                  lambda p: p.add_argument(
+                      "--check", action="store_true",
+                      help="then build each branch on its own and run "
+                           "libuv's UDP tests there"),
                   lambda p: p.add_argument(
                       "--patch", metavar="N", action="append",
                       help="only this patch (number or file name; "

@@ -20,6 +20,10 @@ from .prtext import clean_message, clean_patch, pull_request
 from .vendor import check_dest
 
 BASE_BRANCH = "uvpatch/base"
+# The author of the branches when git has no user.name/user.email.
+PLACEHOLDER = "Your Name <you@example.com>"
+_FROM = re.compile(r"^From: .*$", re.M)
+_SIGNED = re.compile(r"^Signed-off-by: ")
 OLD_BASE = "refs/uvpatch-old/base"
 OLD_HEAD = "refs/uvpatch-old/head"
 
@@ -47,6 +51,22 @@ def choose(manifest, wanted):
     return chosen
 
 
+def sender(root):
+    """(``Name <email>`` of whoever sends the pull requests, is it the
+    placeholder): git's user.name and user.email, as `git commit` takes
+    them."""
+    name = proc.git(["config", "user.name"], cwd=root, check=False)
+    email = proc.git(["config", "user.email"], cwd=root, check=False)
+    if name.returncode == 0 and email.returncode == 0 and \
+            name.stdout.strip() and email.stdout.strip():
+        return "%s <%s>" % (name.stdout.strip(), email.stdout.strip()), False
+    return PLACEHOLDER, True
+
+
+def _is_backport(entry):
+    return entry["upstream_status"] == "Backport"
+
+
 def _leaks(text, places):
     """The local facts ``text`` would reveal."""
     found = [p for p in places if p and p in text]
@@ -65,6 +85,11 @@ def prepare(manifest, out, dest, onto=None, source=None, wanted=()):
                            hint="give a new folder; the tool makes it",
                            status=EXIT_STATE)
     chosen = choose(manifest, wanted)
+    for e in [e for e in chosen if _is_backport(e)]:
+        # Upstream's own change, on an older base: nothing to send.
+        proc.note("%s: a backport of upstream's own commit: not sent"
+                  % e["file"])
+    chosen = [e for e in chosen if not _is_backport(e)]
     if not chosen:
         raise UvPatchError("the series is empty: nothing to send upstream",
                            hint="add patches first (see README.md)",
@@ -108,8 +133,9 @@ def prepare(manifest, out, dest, onto=None, source=None, wanted=()):
         # commit (a tarball's base commit exists nowhere else).
         real = onto or base == manifest.commit
         label = "%s, commit %s" % (label, upstream_commit[:12])
-        made = [_one(manifest, scratch, e, base, label, real, places)
-                for e in chosen]
+        author = sender(manifest.root)
+        made = [_one(manifest, scratch, e, base, label, real, places,
+                     author) for e in chosen]
         proc.git(["checkout", "-q", BASE_BRANCH], cwd=scratch)
         for ref in (OLD_BASE, OLD_HEAD):
             proc.git(["update-ref", "-d", ref], cwd=scratch)
@@ -126,20 +152,31 @@ def prepare(manifest, out, dest, onto=None, source=None, wanted=()):
     return dest
 
 
-def _read(manifest, entry):
+def _read(manifest, entry, author=None):
+    """The patch's text, parsed, and its message for upstream: without
+    this fork's fields and, given ``author`` (``Name <email>``), signed
+    off by that author instead of this fork."""
     with open(manifest.patch_path(entry), encoding="utf-8",
               errors="surrogateescape", newline="") as f:
         text = f.read()
     patch = Patch(text)
-    return text, patch, clean_message(patch.message())
+    body = clean_message(patch.message())
+    if author:
+        body = ["Signed-off-by: " + author if _SIGNED.match(ln) else ln
+                for ln in body]
+    return text, patch, body
 
 
-def _am(manifest, work, entry):
-    """Applies one patch, message cleaned, on HEAD; None when it went in,
-    else what stopped it."""
-    text, _, body = _read(manifest, entry)
-    mail = os.path.join(work, ".git", "uvpatch-" + entry["file"])
-    write_atomic(mail, clean_patch(text, body))
+def _am(manifest, work, entry, author=None):
+    """Applies one patch, message cleaned, on HEAD, by ``author`` when
+    given; None when it went in, else what stopped it."""
+    text, _, body = _read(manifest, entry, author)
+    mail = clean_patch(text, body)
+    if author:
+        mail = _FROM.sub(lambda m: "From: " + author, mail, count=1)
+    path = os.path.join(work, ".git", "uvpatch-" + entry["file"])
+    write_atomic(path, mail)
+    mail = path
     res = proc.git(["am", "-q", "-3", "--committer-date-is-author-date",
                     mail], cwd=work, env=AM_IDENTITY, check=False)
     os.unlink(mail)
@@ -152,12 +189,12 @@ def _am(manifest, work, entry):
             else (res.stdout + res.stderr).strip())
 
 
-def _stack(manifest, work, entry, branch, base):
+def _stack(manifest, work, entry, branch, base, author):
     """Puts ``entry`` on ``branch``: alone on the base when it applies so,
     else on the fewest nearest earlier patches sharing a file with it (it
     was made on top of them). Returns (the patches it needs, problem)."""
     proc.git(["checkout", "-q", "-B", branch, base], cwd=work)
-    problem = _am(manifest, work, entry)
+    problem = _am(manifest, work, entry, author)
     if problem is None:
         return [], None
     files = set(_read(manifest, entry)[1].files)
@@ -167,18 +204,20 @@ def _stack(manifest, work, entry, branch, base):
     for k in range(1, len(earlier) + 1):
         needs = earlier[-k:]
         proc.git(["checkout", "-q", "-B", branch, base], cwd=work)
-        if all(_am(manifest, work, e) is None for e in needs + [entry]):
+        if all(_am(manifest, work, e, author) is None
+               for e in needs + [entry]):
             return needs, None
     proc.git(["checkout", "-q", "-B", branch, base], cwd=work)
     return [], problem
 
 
-def _one(manifest, work, entry, base, label, real, places):
+def _one(manifest, work, entry, base, label, real, places, author):
     name = entry["file"]
     stem = name[:-len(".patch")]
-    text, patch, body = _read(manifest, entry)
+    who, placeholder = author
+    text, patch, body = _read(manifest, entry, who)
     branch = "uvpatch/" + stem
-    needs, problem = _stack(manifest, work, entry, branch, base)
+    needs, problem = _stack(manifest, work, entry, branch, base, who)
     if problem is not None:
         raise UvPatchError(
             "%s does not apply on %s: %s" % (name, label, problem),
@@ -203,6 +242,13 @@ def _one(manifest, work, entry, base, label, real, places):
     described = pull_request(
         patch.subject, body, text, label,
         depends=[_read(manifest, e)[1].subject for e in needs])
+    if placeholder:
+        described = ("> The commits are authored and signed off by the "
+                     "placeholder `%s` (git has no user.name and "
+                     "user.email here). Replace it before sending: `git "
+                     "commit --amend --reset-author -s` on the branch, "
+                     "after `git config user.name` and `user.email`.\n\n"
+                     % PLACEHOLDER) + described
     # The diff is upstream's code; the words around it are ours.
     for what, content in (("message", "\n".join(body)),
                           ("description", described)):
@@ -217,3 +263,52 @@ def _one(manifest, work, entry, base, label, real, places):
     write_atomic(os.path.join(work, stem + ".mbox"), mbox)
     write_atomic(os.path.join(work, stem + ".md"), described)
     return stem
+
+
+# Tests that every branch must pass: libuv's own UDP tests.
+CHECK_TESTS = "udp_"
+
+
+def verify(manifest, out, dest, report):
+    """Builds each branch of DEST on its own and runs libuv's UDP tests
+    there; calls ``report(status, name, why)`` per branch and returns the
+    number that failed. The branches are what upstream's CI would see."""
+    from .apply import export_commit
+    from .build import Variant, build_tree, host_target
+    from .testing import Runner, _libuv_tests, libuv_run
+    target = host_target()
+    runner = Runner(target)
+    failures = 0
+    branches = proc.git_out(["for-each-ref", "--format=%(refname:short)",
+                             "refs/heads/uvpatch/"], cwd=dest).split()
+    for branch in [b for b in branches if b != BASE_BRANCH]:
+        stem = branch[len("uvpatch/"):]
+        name = "upstream %s" % stem
+        tree = os.path.join(out, "upstream-check", stem)
+        export_commit(dest, branch, tree)
+        variant = Variant(manifest.root, out, target, True, "Release",
+                          source=tree, label="upstream-" + stem[:4])
+        try:
+            build_tree(variant)
+        except UvPatchError as e:
+            failures += 1
+            report("FAIL", name, "does not build: %s"
+                   % e.message.splitlines()[0])
+            continue
+        tests = [t for t in _libuv_tests(runner, variant)
+                 if t.startswith(CHECK_TESTS)]
+        failed, skipped = [], 0
+        for test in tests:
+            status, why = libuv_run(runner, variant, test)
+            if status == "FAIL" and libuv_run(runner, variant,
+                                              test)[0] == "FAIL":
+                failed.append("%s (%s)" % (test, why))
+            skipped += status == "SKIP"
+        if failed:
+            failures += 1
+            report("FAIL", name, "%d of %d UDP tests fail: %s"
+                   % (len(failed), len(tests), "; ".join(failed)[:400]))
+        else:
+            report("PASS", name, "builds on its own; %d UDP tests pass, "
+                   "%d skip themselves" % (len(tests) - skipped, skipped))
+    return failures
