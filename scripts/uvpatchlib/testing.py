@@ -554,12 +554,13 @@ def test(manifests, out_root, suite="regression", target=None,
     if suite in ("regression", "all"):
         run_tool_tests(manifests[0].root, tally)
     for k, manifest in enumerate(manifests):
-        tally.prefix = manifest.name + " "
+        tally.prefix = ""
         if k > 0:
             why = _unreachable(manifest, source)
             if why:
-                tally.result("SKIP", "base", why)
+                tally.result("SKIP", "base " + manifest.name, why)
                 continue
+        tally.prefix = manifest.name + " "
         out = os.path.join(out_root, manifest.name)
         with Lock(out, "test"):
             test_base(manifest, out, tally, suite=suite, target=target,
