@@ -187,14 +187,17 @@ def check_target(target, config):
     return target
 
 
-def build_tree(variant):
-    """Configures (when needed) and builds one variant's three projects."""
+def build_tree(variant, libuv_only=False):
+    """Configures (when needed) and builds one variant's three projects;
+    with ``libuv_only``, libuv and its test runner alone."""
     root = variant.root
     proc.step("build %s" % variant.name)
     args = _common_args(variant)
     _configure(variant.source, variant.libuv_dir,
                args + ["-DBUILD_TESTING=ON", "-DLIBUV_BUILD_BENCH=OFF"])
     did = _ninja(variant.libuv_dir, ["uv_a", "uv_run_tests_a"])
+    if libuv_only:
+        return variant
     linked = args + ["-DUV_SOURCE_DIR=" + os.path.abspath(variant.source),
                      "-DUV_LIBRARY=" + os.path.abspath(variant.library())]
     _configure(os.path.join(root, "tests", "regress"), variant.regress_dir,

@@ -289,7 +289,7 @@ def verify(manifest, out, dest, report):
         variant = Variant(manifest.root, out, target, True, "Release",
                           source=tree, label="upstream-" + stem[:4])
         try:
-            build_tree(variant)
+            build_tree(variant, libuv_only=True)
         except UvPatchError as e:
             failures += 1
             report("FAIL", name, "does not build: %s"
