@@ -90,6 +90,11 @@ class World(unittest.TestCase):
             {"schema": 2, "default_base": self.base,
              "bases": [self.deps] + list(extra_bases)}, indent=2) + "\n")
 
+    @property
+    def work(self):
+        """The default base's folder in out/ (out/<base>/src, build...)."""
+        return os.path.join(self.out, self.base)
+
     def deps_doc(self):
         with open(os.path.join(self.root, "deps.json")) as f:
             return json.load(f)
@@ -155,6 +160,6 @@ class World(unittest.TestCase):
         for fragment in fragments:
             self.assertIn(fragment, res.stderr)
 
-    def src_head(self):
-        return git(["rev-parse", "HEAD"],
-                   os.path.join(self.out, self.base, "src")).stdout.strip()
+    def src_head(self, base=None):
+        return git(["rev-parse", "HEAD"], os.path.join(
+            self.out, base or self.base, "src")).stdout.strip()

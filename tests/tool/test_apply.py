@@ -12,7 +12,7 @@ class ApplyTest(World):
     def test_apply_builds_the_series(self):
         res = self.tool("apply")
         self.assertOk(res)
-        src = os.path.join(self.out, "src")
+        src = os.path.join(self.work, "src")
         log = git(["log", "--format=%s"], src).stdout.split("\n")
         self.assertEqual(log[:4], ["core: change timer-b",
                                    "core: change core-line30",
@@ -26,27 +26,27 @@ class ApplyTest(World):
     def test_second_apply_does_nothing(self):
         self.assertOk(self.tool("apply"))
         head = self.src_head()
-        mtime = os.stat(os.path.join(self.out, "src", "src",
+        mtime = os.stat(os.path.join(self.work, "src", "src",
                                      "core.c")).st_mtime_ns
         res = self.tool("apply")
         self.assertOk(res)
         self.assertIn("up to date", res.stderr)
         self.assertEqual(self.src_head(), head)
         self.assertEqual(os.stat(os.path.join(
-            self.out, "src", "src", "core.c")).st_mtime_ns, mtime)
+            self.work, "src", "src", "core.c")).st_mtime_ns, mtime)
 
     def test_reproducible_commit_ids(self):
         self.assertOk(self.tool("apply"))
         first = self.src_head()
         self.assertOk(self.tool("apply", "--discard"))
-        os.rename(os.path.join(self.out, "src"), os.path.join(self.tmp, "x"))
+        os.rename(os.path.join(self.work, "src"), os.path.join(self.tmp, "x"))
         self.assertOk(self.tool("apply"))
         self.assertEqual(self.src_head(), first)
 
     def test_failing_patch_names_patch_file_and_hunk(self):
         self.assertOk(self.tool("apply"))
         head = self.src_head()
-        path = os.path.join(self.root, "patches", "0002-core-line30.patch")
+        path = os.path.join(self.patches, "0002-core-line30.patch")
         text = open(path).read().replace("int line28 = 28;",
                                          "int line28 = 99;")
         write(path, text)
@@ -58,12 +58,12 @@ class ApplyTest(World):
         self.assertEqual(res.returncode, 5)
         # The previous tree is intact, and no scratch copy is left.
         self.assertEqual(self.src_head(), head)
-        self.assertFalse(os.path.exists(os.path.join(self.out, ".src.new")))
+        self.assertFalse(os.path.exists(os.path.join(self.work, ".src.new")))
 
     def test_offset_is_refused(self):
         # Same context, but the hunk header claims another line: git apply
         # would apply it at an offset; the series must apply exactly.
-        path = os.path.join(self.root, "patches", "0003-timer-b.patch")
+        path = os.path.join(self.patches, "0003-timer-b.patch")
         text = open(path).read().replace("@@ -1,3 +1,3 @@",
                                          "@@ -5,3 +5,3 @@")
         write(path, text)
@@ -71,7 +71,7 @@ class ApplyTest(World):
         self.save_deps()
         res = self.tool("apply")
         self.assertFails(res, "0003-timer-b.patch")
-        self.assertFalse(os.path.exists(os.path.join(self.out, "src")))
+        self.assertFalse(os.path.exists(os.path.join(self.work, "src")))
 
     def test_crash_mid_series_leaves_no_half_state(self):
         self.assertOk(self.tool("apply"))
@@ -100,13 +100,13 @@ exec %s "$@"
         self.assertEqual(self.src_head(), head)
         res = self.tool("apply")
         self.assertOk(res)
-        self.assertFalse(os.path.exists(os.path.join(self.out, ".src.new")))
+        self.assertFalse(os.path.exists(os.path.join(self.work, ".src.new")))
         self.assertIn("int timer_c = 30;", open(os.path.join(
-            self.out, "src", "src", "timer.c")).read())
+            self.work, "src", "src", "timer.c")).read())
 
     def test_local_commits_are_not_lost(self):
         self.assertOk(self.tool("apply"))
-        src = os.path.join(self.out, "src")
+        src = os.path.join(self.work, "src")
         write(os.path.join(src, "src", "new.c"), "int n;\n")
         git(["add", "-A"], src)
         git(["commit", "-q", "-m", "core: add new.c"], src)
@@ -121,8 +121,8 @@ exec %s "$@"
 
     def test_empty_series(self):
         self.deps["series"] = []
-        for name in os.listdir(os.path.join(self.root, "patches")):
-            os.unlink(os.path.join(self.root, "patches", name))
+        for name in os.listdir(self.patches):
+            os.unlink(os.path.join(self.patches, name))
         self.save_deps()
         res = self.tool("apply")
         self.assertOk(res)
@@ -134,7 +134,7 @@ exec %s "$@"
         tarball = os.path.join(self.tmp, "fake-1.0.tar.gz")
         make_tarball(tarball, self.upstream)
         self.assertOk(self.tool("apply", "--source", tarball))
-        src = os.path.join(self.out, "src")
+        src = os.path.join(self.work, "src")
         base = git(["rev-parse", "uvpatch-base"], src).stdout.strip()
         self.assertNotEqual(base, self.commit)
         self.assertEqual(git(["rev-parse", "uvpatch-base^{tree}"], src)

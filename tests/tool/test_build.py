@@ -50,7 +50,7 @@ class BuildTest(World):
         res = self.tool("build", "--target", "linux")
         self.assertOk(res)
         self.assertIn("linux-patched-Release: built", res.stderr)
-        exe = os.path.join(self.out, "build", "linux-patched-Release",
+        exe = os.path.join(self.work, "build", "linux-patched-Release",
                            "regress", "fake")
         self.assertTrue(os.access(exe, os.X_OK))
         start = time.monotonic()
@@ -69,12 +69,12 @@ class BuildTest(World):
         self.assertTrue(os.path.isfile(os.path.join(prefix, "include",
                                                     "uv.h")))
         self.assertTrue(os.path.isdir(os.path.join(
-            self.out, "build", "linux-base-Release")))
+            self.work, "build", "linux-base-Release")))
 
     def test_two_builds_at_once_are_refused(self):
         from uvpatchlib.fsutil import Lock
-        os.makedirs(self.out)
-        with Lock(self.out, "test"):
+        os.makedirs(self.work)
+        with Lock(self.work, "test"):
             res = self.tool("build")
         self.assertFails(res, "another uvpatch command is using")
 
@@ -100,7 +100,7 @@ class BuildTest(World):
         res = self.tool("build", "--target", "linux")
         self.assertOk(res)
         self.assertIn("linux-patched-Release: up to date", res.stderr)
-        exe = os.path.join(self.out, "build", "linux-patched-Release",
+        exe = os.path.join(self.work, "build", "linux-patched-Release",
                            "regress", "fake")
         self.assertEqual(subprocess.run(
             [exe, "fake"], stdout=subprocess.DEVNULL).returncode, 0)

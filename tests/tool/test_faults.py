@@ -84,8 +84,8 @@ class Series(World):
     # What must hold after any command, failed or not.
     def leftovers(self):
         found = []
-        if os.path.isdir(self.out):
-            for name in os.listdir(self.out):
+        if os.path.isdir(self.work):
+            for name in os.listdir(self.work):
                 if name in (".src.new", "src.old", "base.new", "base.old",
                             ".vendor.index", ".vendor.index.lock") or \
                         name.startswith(".tmp-"):
@@ -97,13 +97,13 @@ class Series(World):
         for name in os.listdir(self.root):
             if name.startswith(".tmp-") or name.startswith(".refresh-"):
                 found.append("repo/" + name)
-        for name in os.listdir(os.path.join(self.root, "patches")):
+        for name in os.listdir(self.patches):
             if name.startswith(".tmp-"):
                 found.append("patches/" + name)
         return found
 
     def head_or_none(self):
-        src = os.path.join(self.out, "src")
+        src = os.path.join(self.work, "src")
         if not os.path.isdir(src):
             return None
         return git(["rev-parse", "HEAD"], src).stdout.strip()
@@ -415,10 +415,10 @@ class PatchMutationTest(Series):
         names = [e["file"] for e in self.deps["series"]]
         originals = {}
         for name in names:
-            with open(os.path.join(self.root, "patches", name), "rb") as f:
+            with open(os.path.join(self.patches, name), "rb") as f:
                 originals[name] = f.read()
         clean_tree = git(["rev-parse", "HEAD^{tree}"],
-                         os.path.join(self.out, "src")).stdout.strip()
+                         os.path.join(self.work, "src")).stdout.strip()
         deps = copy.deepcopy(self.deps)
         kinds, results, bugs = {}, {"applied": 0, "refused": 0}, []
         for n in range(PATCH_MUTATIONS):
@@ -427,7 +427,7 @@ class PatchMutationTest(Series):
             raw = mutate_patch(rng, originals[names[i]].decode(), kind)
             kinds[kind] = kinds.get(kind, 0) + 1
             for j, name in enumerate(names):
-                path = os.path.join(self.root, "patches", name)
+                path = os.path.join(self.patches, name)
                 with open(path, "wb") as f:
                     f.write(raw if j == i else originals[name])
                 self.deps["series"][j]["sha256"] = sha256(path)
@@ -437,7 +437,7 @@ class PatchMutationTest(Series):
             what = "#%d %s of %s" % (n, kind, names[i])
             if res.returncode == 0:
                 results["applied"] += 1
-                src = os.path.join(self.out, "src")
+                src = os.path.join(self.work, "src")
                 commit = git(["rev-parse", "HEAD~%d" % (len(names) - 1 - i)],
                              src).stdout.strip()
                 problem = _exact(src, commit, raw)
@@ -588,12 +588,12 @@ class KillTest(Series):
             if got != want:
                 return "HEAD %s, expected %s" % (got, want)
             status = git(["status", "--porcelain"],
-                         os.path.join(self.out, "src")).stdout
+                         os.path.join(self.work, "src")).stdout
             return "out/src dirty: %s" % status if status else ""
         self.kill_loop("apply", ["apply"], prepare, verify, rng)
 
     def use_variant(self, variant, full, short, spare):
-        patch = os.path.join(self.root, "patches", "0003-timer-b.patch")
+        patch = os.path.join(self.patches, "0003-timer-b.patch")
         if variant == "short" and os.path.exists(patch):
             os.rename(patch, spare)
         elif variant == "full" and os.path.exists(spare):
@@ -699,7 +699,7 @@ class ConcurrencyTest(Series):
                 outcomes.append("one refused")
             self.assertEqual(self.leftovers(), [])
             self.assertEqual(git(["status", "--porcelain"], os.path.join(
-                self.out, "src")).stdout, "")
+                self.work, "src")).stdout, "")
             res = self.tool("apply")
             self.assertOk(res)
             self.assertIn("up to date", res.stderr)
@@ -774,7 +774,8 @@ class FullDiskTest(Series):
             + "(cd %s && find . | sort) >%s\n" % (self.disk, listing)
             + "mount -o remount,size=8m %s || exit 98\n" % self.disk
             + self.tool_line(["apply"], log2, cache, out)
-            + "git -C %s/src rev-parse HEAD >%s 2>&1\n" % (out, result))
+            + "git -C %s/%s/src rev-parse HEAD >%s 2>&1\n"
+            % (out, self.base, result))
         self.in_tmpfs(self.size, script)
         rc1, err1 = self.read_log(log1)
         rc2, err2 = self.read_log(log2)
@@ -793,7 +794,7 @@ class FullDiskTest(Series):
                              stderr=subprocess.PIPE, text=True)
         self.assertOk(res)
         return git(["rev-parse", "HEAD"],
-                   os.path.join(other, "src")).stdout.strip()
+                   os.path.join(other, self.base, "src")).stdout.strip()
 
     def check(self, label, sizes, cache, out):
         """For each tmpfs size (all too small), apply fails cleanly, then
@@ -848,7 +849,7 @@ class ReadOnlyTest(Series):
         super().setUp()
         self.assertOk(self.tool("apply"))
         self.assertOk(self.tool("refresh"))   # canonical form first
-        src = os.path.join(self.out, "src")
+        src = os.path.join(self.work, "src")
         # Amend the last patch: refresh then has to rewrite it.
         write(os.path.join(src, "src", "timer.c"),
               "int timer_a = 1;\nint timer_b = 21;\nint timer_c = 3;\n")
@@ -896,7 +897,7 @@ class ReadOnlyTest(Series):
             return rc, f.read()
 
     def test_read_only_patches(self):
-        rc, err = self.refresh_read_only(os.path.join(self.root, "patches"))
+        rc, err = self.refresh_read_only(self.patches)
         self.assertNotEqual(rc, 0, err)
         self.assertIn("Read-only file system" if ROOT else
                       "Permission denied", err)

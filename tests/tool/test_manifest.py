@@ -12,19 +12,26 @@ class ManifestTest(World):
         super().setUp()
         self.make_patch(1, "core-one", {"src/core.c": "int x;\n"})
 
-    def assertRejected(self, mutate, field, *fragments):
-        data = copy.deepcopy(self.deps)
-        mutate(data)
+    def doc(self, *bases):
+        return {"schema": 2, "default_base": self.base,
+                "bases": [copy.deepcopy(b) for b in (self.deps,) + bases]}
+
+    def assertRejected(self, mutate, field, *fragments, whole=False):
+        """``mutate`` changes the one base's object (or, with ``whole``,
+        the whole document); ``field`` is named relative to it."""
+        doc = self.doc()
+        mutate(doc if whole else doc["bases"][0])
         with self.assertRaises(UvPatchError) as cm:
-            manifest.validate(data, self.root)
+            manifest.validate(doc, self.root)
         msg = cm.exception.message
-        self.assertIn("deps.json: " + field, msg)
+        self.assertIn("deps.json: " + (field if whole else
+                                       "bases[0]." + field), msg)
         for fragment in fragments:
             self.assertIn(fragment, msg)
         self.assertTrue(cm.exception.hint)
 
     def test_valid(self):
-        m = manifest.validate(self.deps, self.root)
+        m = manifest.validate(self.doc(), self.root)
         self.assertEqual(m.tree, self.tree)
 
     def test_unknown_key(self):
@@ -47,13 +54,13 @@ class ManifestTest(World):
             "series[0].sha256", "does not match", "0" * 64)
 
     def test_missing_patch_file(self):
-        os.unlink(os.path.join(self.root, "patches",
+        os.unlink(os.path.join(self.patches,
                                self.deps["series"][0]["file"]))
         self.assertRejected(lambda d: None, "series[0].file",
                             "does not exist")
 
     def test_unlisted_patch_file(self):
-        with open(os.path.join(self.root, "patches", "0002-x.patch"),
+        with open(os.path.join(self.patches, "0002-x.patch"),
                   "w") as f:
             f.write("x")
         self.assertRejected(lambda d: None, "series", "not listed")
@@ -79,8 +86,8 @@ class ManifestTest(World):
     def test_numbering(self):
         def renumber(d):
             d["series"][0]["file"] = "0002-core-one.patch"
-        os.rename(os.path.join(self.root, "patches", "0001-core-one.patch"),
-                  os.path.join(self.root, "patches", "0002-core-one.patch"))
+        os.rename(os.path.join(self.patches, "0001-core-one.patch"),
+                  os.path.join(self.patches, "0002-core-one.patch"))
         self.assertRejected(renumber, "series[0].file", "numbered 0002")
 
     def test_bad_source_kind(self):
@@ -101,5 +108,5 @@ class ManifestTest(World):
         self.assertEqual(res.returncode, 3)
 
     def test_patch_checksum_matches_file(self):
-        path = os.path.join(self.root, "patches", "0001-core-one.patch")
+        path = os.path.join(self.patches, "0001-core-one.patch")
         self.assertEqual(self.deps["series"][0]["sha256"], sha256(path))

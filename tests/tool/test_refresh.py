@@ -17,7 +17,7 @@ class RefreshTest(World):
         self.snapshot = self.files()
 
     def files(self):
-        folder = os.path.join(self.root, "patches")
+        folder = self.patches
         found = {n: open(os.path.join(folder, n)).read()
                  for n in os.listdir(folder)}
         found["deps.json"] = open(os.path.join(self.root,
@@ -38,23 +38,23 @@ class RefreshTest(World):
         self.assertNotIn("\n-- \n", text)
 
     def test_new_commit_becomes_a_patch(self):
-        src = os.path.join(self.out, "src")
+        src = os.path.join(self.work, "src")
         write(os.path.join(src, "src", "timer.c"), "int timer_a = 9;\n")
         git(["commit", "-q", "-a", "-m", "timer: set timer_a\n\n"
              "Upstream-Status: Submitted [https://example.invalid/1]\n"], src)
         res = self.tool("refresh")
         self.assertOk(res)
         self.assertIn("wrote patches/0002-timer-set-timer_a.patch", res.stderr)
-        deps = json.load(open(os.path.join(self.root, "deps.json")))
+        deps = self.base_now()
         entry = deps["series"][1]
         self.assertEqual(entry["upstream_status"], "Submitted")
         self.assertEqual(entry["sha256"], sha256(os.path.join(
-            self.root, "patches", entry["file"])))
+            self.patches, entry["file"])))
         # out/src matches patches/ again: apply has nothing to do.
         self.assertIn("up to date", self.tool("apply").stderr)
 
     def test_amended_commit_updates_patch_and_hash(self):
-        src = os.path.join(self.out, "src")
+        src = os.path.join(self.work, "src")
         core = open(os.path.join(src, "src", "core.c")).read()
         write(os.path.join(src, "src", "core.c"),
               core.replace("int line6 = 6;", "int line6 = 60;"))
@@ -67,7 +67,7 @@ class RefreshTest(World):
         self.assertNotEqual(after["deps.json"], self.snapshot["deps.json"])
 
     def test_dirty_tree_is_refused(self):
-        src = os.path.join(self.out, "src")
+        src = os.path.join(self.work, "src")
         write(os.path.join(src, "src", "core.c"), "edited\n")
         res = self.tool("refresh")
         self.assertFails(res, "uncommitted edits", "src/core.c")
@@ -85,17 +85,17 @@ class RefreshMetadataTest(World):
         self.deps["series"][1]["platforms"] = ["linux"]
         self.save_deps()
         self.assertOk(self.tool("apply"))
-        src = os.path.join(self.out, "src")
+        src = os.path.join(self.work, "src")
         # Drop the first patch: the second becomes 0001.
         second = git(["rev-parse", "HEAD"], src).stdout.strip()
         git(["reset", "-q", "--hard", "uvpatch-base"], src)
         git(["cherry-pick", second], src)
         self.assertOk(self.tool("refresh"))
-        deps = json.load(open(os.path.join(self.root, "deps.json")))
+        deps = self.base_now()
         self.assertEqual(len(deps["series"]), 1)
         entry = deps["series"][0]
         self.assertEqual(entry["file"], "0001-timer-two.patch")
         self.assertEqual(entry["tests"], ["second_program"])
         self.assertEqual(entry["platforms"], ["linux"])
         self.assertFalse(os.path.exists(os.path.join(
-            self.root, "patches", "0002-timer-two.patch")))
+            self.patches, "0002-timer-two.patch")))

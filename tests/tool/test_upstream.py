@@ -54,7 +54,23 @@ class UpstreamTest(World):
                                 "Use 20.\n\nUpstream-Status: Pending\n")
         self.dest = os.path.join(self.tmp, "send")
 
+    def test_placeholder_sender_without_git_identity(self):
+        res = self.tool("upstream", self.dest)
+        self.assertOk(res)
+        msg = git(["log", "-1", "--format=%B%n%an <%ae>",
+                   "uvpatch/0001-core-bound-line5"], self.dest).stdout
+        self.assertIn("Signed-off-by: Your Name <you@example.com>", msg)
+        self.assertNotIn("Signed-off-by: Test <test@invalid>", msg)
+        self.assertTrue(msg.rstrip().endswith("Your Name <you@example.com>"))
+        md = read(self.dest, "0001-core-bound-line5.md")
+        self.assertIn("Your Name <you@example.com>", md)
+
     def test_branches_mboxes_and_descriptions(self):
+        # The sender is git's user.name and user.email; the repository's
+        # own config keeps this hermetic.
+        git(["init", "-q"], self.root)
+        git(["config", "user.name", "Test"], self.root)
+        git(["config", "user.email", "test@invalid"], self.root)
         res = self.tool("upstream", self.dest)
         self.assertOk(res)
         self.assertEqual(res.stdout.strip(), self.dest)

@@ -39,7 +39,7 @@ class VendorTest(World):
                                                exclude=["UVPATCH.json"]))
         self.assertEqual(prov["tree"], git(
             ["rev-parse", "HEAD^{tree}"],
-            os.path.join(self.out, "src")).stdout.strip())
+            os.path.join(self.work, "src")).stdout.strip())
         # No scratch folder is left next to DEST.
         self.assertEqual(os.listdir(os.path.dirname(self.dest)), ["libuv"])
         # Nothing of this machine in it.
@@ -112,7 +112,7 @@ class VendorTest(World):
         self.assertFails(res, "does not exist")
         res = self.tool("vendor", os.path.join(self.out, "libuv"))
         self.assertFails(res, "inside the work folder out/")
-        res = self.tool("vendor", os.path.join(self.root, "patches", "x"))
+        res = self.tool("vendor", os.path.join(self.patches, "x"))
         self.assertFails(res, "inside patches/")
         res = self.tool("vendor", self.root)
         self.assertFails(res, "this repository")
