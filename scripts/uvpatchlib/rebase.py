@@ -565,6 +565,8 @@ def _finish(manifest, out, work, state):
         proc.note("out/src has work of its own: kept; the rebased tree is "
                   "in %s" % work)
     else:
+        # A new base has no folder in out/ yet.
+        os.makedirs(os.path.dirname(src), exist_ok=True)
         replace_dir(work, src)
     _report(manifest, target, state, before)
     return changed, removed

@@ -31,8 +31,12 @@ class RebaseTest(World):
         self.snapshot = self.files()
 
     def files(self):
-        folder = os.path.join(self.root, "patches")
-        found = {n: read(folder, n) for n in os.listdir(folder)}
+        """Every base's patches and deps.json."""
+        found = {}
+        top = os.path.join(self.root, "patches")
+        for base in os.listdir(top):
+            for n in os.listdir(os.path.join(top, base)):
+                found[base + "/" + n] = read(top, base, n)
         found["deps.json"] = read(self.root, "deps.json")
         return found
 
@@ -48,21 +52,36 @@ class RebaseTest(World):
             git(["tag", tag], self.upstream)
         return git(["rev-parse", "HEAD"], self.upstream).stdout.strip()
 
-    def deps_now(self):
-        return json.loads(read(self.root, "deps.json"))
+    def deps_now(self, name=None):
+        """Base ``name`` (default: the fixture's) in deps.json now."""
+        return self.base_now(name)
 
-    def assertConsistent(self):
+    def assertConsistent(self, name=None):
         """A fresh apply of the new patches/ and deps.json rebuilds
-        exactly out/src, from the cache alone."""
-        head = self.src_head()
+        exactly out/<base>/src, from the cache alone."""
+        name = name or self.base
+        head = self.src_head(name)
         self.out = os.path.join(self.tmp, "out-check")
         upstream = self.upstream + ".away"
         os.rename(self.upstream, upstream)
         try:
-            self.assertOk(self.tool("apply"))
+            self.assertOk(self.tool("apply", "--base", name))
         finally:
             os.rename(upstream, self.upstream)
-        self.assertEqual(self.src_head(), head)
+        self.assertEqual(self.src_head(name), head)
+
+    def assertUntouched(self, name=None):
+        """Base ``name``'s entry and patches are as the fixture made
+        them."""
+        name = name or self.base
+        self.assertEqual(self.deps_now(name), self.deps)
+        now = self.files()
+        for key, text in self.snapshot.items():
+            if key.startswith(name + "/"):
+                self.assertEqual(now.get(key), text, key)
+        self.assertEqual(
+            sorted(k for k in now if k.startswith(name + "/")),
+            sorted(k for k in self.snapshot if k.startswith(name + "/")))
 
     def test_change_near_the_patch_merges(self):
         # Context of 0001 changes and every line shifts by two.
@@ -72,7 +91,11 @@ class RebaseTest(World):
                                    tag="v0.0.2")
         res = self.tool("rebase", "--onto", "v0.0.2")
         self.assertOk(res)
-        deps = self.deps_now()
+        # REF's tag names the result: a new base, the old one untouched.
+        deps = self.deps_now("v0.0.2")
+        self.assertEqual([b["name"] for b in self.deps_doc()["bases"]],
+                         [self.base, "v0.0.2"])
+        self.assertUntouched()
         self.assertEqual(deps["upstream"]["commit"], new)
         self.assertEqual(deps["upstream"]["tag"], "v0.0.2")
         self.assertEqual(deps["upstream"]["tree"], git(
@@ -86,19 +109,28 @@ class RebaseTest(World):
                       res.stdout)
         self.assertIn("0003-timer-b.patch: unchanged", res.stdout)
         self.assertIn("upstream v0.0.1", res.stdout)
-        src = os.path.join(self.out, "src")
+        self.assertIn("-> base v0.0.2: v0.0.2", res.stdout)
+        self.assertEqual(sorted(os.listdir(os.path.join(
+            self.root, "patches", "v0.0.2"))), [
+                "0001-core-line5.patch", "0002-core-line30.patch",
+                "0003-timer-b.patch"])
+        src = os.path.join(self.out, "v0.0.2", "src")
         text = read(src, "src", "core.c")
         self.assertIn("int line7 = 7; /* upstream */", text)
         self.assertIn("int line5 = 50;", text)
         self.assertEqual(git(["rev-parse", "uvpatch-base"], src)
                          .stdout.strip(), new)
         self.assertFalse(os.path.exists(os.path.join(self.out, "rebase")))
-        self.assertIn("up to date", self.tool("apply").stderr)
-        self.assertConsistent()
+        self.assertIn("up to date", self.tool("apply", "--base",
+                                              "v0.0.2").stderr)
+        self.assertConsistent("v0.0.2")
 
     def test_conflict_stops_then_continue(self):
-        self.upstream_commit({"src/core.c": CORE.replace(
+        new = self.upstream_commit({"src/core.c": CORE.replace(
             "int line5 = 5;", "int line5 = 7;")}, "core: line5 is 7")
+        # A branch has no tag: the new base is named REF@commit, made a
+        # folder name.
+        name = "main-" + new[:12]
         res = self.tool("rebase", "--onto", "main")
         self.assertFails(res, "0001-core-line5.patch does not apply",
                          "src/core.c: both changed; lines ",
@@ -125,9 +157,11 @@ class RebaseTest(World):
         self.assertIn("0001-core-line5.patch: changed by the merge",
                       res.stdout)
         self.assertIn("-int line5 = 7;", read(
-            self.root, "patches", "0001-core-line5.patch"))
-        self.assertIn("main@", self.deps_now()["upstream"]["tag"])
-        self.assertConsistent()
+            self.root, "patches", name, "0001-core-line5.patch"))
+        self.assertEqual(self.deps_now(name)["upstream"]["tag"],
+                         "main@" + new[:12])
+        self.assertUntouched()
+        self.assertConsistent(name)
 
     def test_markers_left_in_added_file_refused(self):
         self.upstream_commit({"src/core.c": CORE.replace(
@@ -141,7 +175,9 @@ class RebaseTest(World):
     def test_dropping_a_conflicted_patch_is_explicit(self):
         self.upstream_commit({"src/core.c": CORE.replace(
             "int line5 = 5;", "int line5 = 7;")}, "core: line5 is 7")
-        self.assertFails(self.tool("rebase", "--onto", "main"))
+        # --name of an existing base moves it.
+        self.assertFails(self.tool("rebase", "--onto", "main", "--name",
+                                   self.base))
         work = os.path.join(self.out, "rebase")
         git(["checkout", "--ours", "src/core.c"], work)
         git(["add", "src/core.c"], work)
@@ -173,9 +209,12 @@ class RebaseTest(World):
     def test_renamed_file_is_followed(self):
         new = self.upstream_commit({}, "timer: rename",
                                    moves=[("src/timer.c", "src/timers.c")])
-        res = self.tool("rebase", "--onto", new)
+        res = self.tool("rebase", "--onto", new, "--name", self.base)
         self.assertOk(res)
-        text = read(self.root, "patches", "0003-timer-b.patch")
+        self.assertEqual(self.deps_now()["upstream"]["commit"], new)
+        self.assertEqual([b["name"] for b in self.deps_doc()["bases"]],
+                         [self.base])
+        text = read(self.patches, "0003-timer-b.patch")
         self.assertIn("diff --git a/src/timers.c b/src/timers.c", text)
         self.assertIn("0003-timer-b.patch: changed by the merge", res.stdout)
         self.assertConsistent()
@@ -189,15 +228,16 @@ class RebaseTest(World):
         self.assertIn("0002-core-line30.patch: dropped: empty", res.stdout)
         self.assertIn("0003-timer-b.patch -> 0002-timer-b.patch",
                       res.stdout)
-        deps = self.deps_now()
+        self.assertUntouched()
+        deps = self.deps_now("v0.0.2")
         self.assertEqual([e["file"] for e in deps["series"]],
                          ["0001-core-line5.patch", "0002-timer-b.patch"])
         # The renumbered patch keeps its own entry, not its predecessor's.
         self.assertEqual(deps["series"][1]["tests"], ["timer_b"])
-        self.assertEqual(sorted(os.listdir(os.path.join(self.root,
-                                                        "patches"))),
+        self.assertEqual(sorted(os.listdir(os.path.join(
+            self.root, "patches", "v0.0.2"))),
                          ["0001-core-line5.patch", "0002-timer-b.patch"])
-        self.assertConsistent()
+        self.assertConsistent("v0.0.2")
 
     def test_crash_mid_rebase_then_continue(self):
         new = self.upstream_commit({"README.md": "fake libuv 2\n"},
@@ -215,7 +255,8 @@ exec %s "$@"
 """ % (counter, counter, shutil.which("git")))
         os.chmod(os.path.join(fake, "git"), 0o755)
         env = {"PATH": fake + os.pathsep + os.environ["PATH"]}
-        res = self.tool("rebase", "--onto", new, env=env)
+        res = self.tool("rebase", "--onto", new, "--name", self.base,
+                        env=env)
         self.assertEqual(res.returncode, -9)
         self.assertEqual(self.files(), self.snapshot)
         res = self.tool("rebase", "--continue")
@@ -251,14 +292,14 @@ exec %s "$@"
                            cwd=self.upstream, stdout=f, check=True)
         res = self.tool("rebase", "--source", tarball, "--onto", "v0.0.2")
         self.assertOk(res)
-        deps = self.deps_now()
+        deps = self.deps_now("v0.0.2")
         self.assertEqual(deps["upstream"]["commit"], new)
         self.assertEqual(deps["upstream"]["tag"], "v0.0.2")
         kinds = [s["kind"] for s in deps["sources"]]
         self.assertEqual(kinds, ["git", "archive"])
         self.assertEqual(deps["sources"][1]["file"], "fake-0.0.2.tar.gz")
         self.assertIn("dropped sources[2] (debian", res.stdout)
-        self.assertConsistent()
+        self.assertConsistent("v0.0.2")
 
     def test_debian_orig_tarball_named_in_the_note(self):
         self.deps["sources"].append({
@@ -277,7 +318,8 @@ exec %s "$@"
         self.assertOk(res)
         self.assertIn("fake_0.0.2.orig.tar.gz is its orig tarball",
                       res.stdout)
-        self.assertEqual([s["kind"] for s in self.deps_now()["sources"]],
+        self.assertEqual([s["kind"] for s in
+                          self.deps_now("v0.0.2")["sources"]],
                          ["git"])
 
     def test_tarball_of_another_version_drops_its_entry(self):
@@ -292,12 +334,13 @@ exec %s "$@"
         self.assertOk(res)
         self.assertIn("dropped sources[1] (archive fake-0.0.1.tar.gz)",
                       res.stdout)
-        self.assertEqual([s["kind"] for s in self.deps_now()["sources"]],
+        self.assertEqual([s["kind"] for s in
+                          self.deps_now("v0.0.2")["sources"]],
                          ["git"])
 
     def test_out_src_work_is_not_lost(self):
         self.assertOk(self.tool("apply"))
-        src = os.path.join(self.out, "src")
+        src = os.path.join(self.work, "src")
         write(os.path.join(src, "src", "core.c"), "edited\n")
         res = self.tool("rebase", "--onto", "main")
         self.assertFails(res, "uncommitted edits")
