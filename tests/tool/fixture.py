@@ -83,12 +83,16 @@ class World(unittest.TestCase):
             "sources": [{"kind": "git", "url": "file://" + self.upstream}],
             "series": [],
         }
+        self.extra = []
         self.save_deps()
 
-    def save_deps(self, extra_bases=()):
+    def save_deps(self, extra_bases=None):
+        """deps.json: self.deps first (the default), then ``extra_bases``
+        (default: the bases add_base made)."""
+        extra = self.extra if extra_bases is None else extra_bases
         write(os.path.join(self.root, "deps.json"), json.dumps(
             {"schema": 2, "default_base": self.base,
-             "bases": [self.deps] + list(extra_bases)}, indent=2) + "\n")
+             "bases": [self.deps] + list(extra)}, indent=2) + "\n")
 
     @property
     def work(self):
@@ -127,6 +131,54 @@ class World(unittest.TestCase):
             "upstream_status": "Pending", "summary": slug})
         self.save_deps()
         return path
+
+    def upstream_commit(self, edits, message, tag=None, moves=()):
+        """A new upstream commit on main; returns its id."""
+        for old, new in moves:
+            git(["mv", old, new], self.upstream)
+        for path, text in edits.items():
+            write(os.path.join(self.upstream, path), text)
+        git(["add", "-A"], self.upstream)
+        git(["commit", "-q", "-m", message], self.upstream)
+        if tag:
+            git(["tag", tag], self.upstream)
+        return git(["rev-parse", "HEAD"], self.upstream).stdout.strip()
+
+    def add_base(self, name, upstream_edits, patch_edits, purpose=None,
+                 subject="timer: second base change"):
+        """A second base: a new upstream commit on main, tagged ``name``,
+        and a one-patch series in patches/<name>/. Make the default
+        base's patches first: they are cut from upstream's HEAD."""
+        commit = self.upstream_commit(upstream_edits, "upstream " + name,
+                                      tag=name)
+        work = os.path.join(self.tmp, "patchwork-" + name)
+        git(["clone", "-q", self.upstream, work], self.tmp)
+        git(["checkout", "-q", commit], work)
+        for path, text in patch_edits.items():
+            write(os.path.join(work, path), text)
+        git(["add", "-A"], work)
+        git(["commit", "-q", "-m", subject], work)
+        text = git(["format-patch", "-1", "--stdout", "--zero-commit",
+                    "--no-signature", "--no-renames"], work).stdout
+        slug = subject.split(":")[0] + "-second"
+        fname = "0001-%s.patch" % slug
+        path = os.path.join(self.root, "patches", name, fname)
+        write(path, text)
+        data = {
+            "name": name,
+            "upstream": dict(self.deps["upstream"], tag=name, commit=commit,
+                             tree=git(["rev-parse", commit + "^{tree}"],
+                                      self.upstream).stdout.strip()),
+            "sources": [{"kind": "git", "url": "file://" + self.upstream}],
+            "series": [{"file": fname, "sha256": sha256(path),
+                        "platforms": ["unix"], "upstream_status": "Pending",
+                        "summary": subject}],
+        }
+        if purpose:
+            data["for"] = purpose
+        self.extra.append(data)
+        self.save_deps()
+        return data
 
     def make_three_patches(self):
         """0001 and 0002 change src/core.c, 0003 src/timer.c."""

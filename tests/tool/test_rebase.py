@@ -40,18 +40,6 @@ class RebaseTest(World):
         found["deps.json"] = read(self.root, "deps.json")
         return found
 
-    def upstream_commit(self, edits, message, tag=None, moves=()):
-        """A new upstream commit on main; returns its id."""
-        for old, new in moves:
-            git(["mv", old, new], self.upstream)
-        for path, text in edits.items():
-            write(os.path.join(self.upstream, path), text)
-        git(["add", "-A"], self.upstream)
-        git(["commit", "-q", "-m", message], self.upstream)
-        if tag:
-            git(["tag", tag], self.upstream)
-        return git(["rev-parse", "HEAD"], self.upstream).stdout.strip()
-
     def deps_now(self, name=None):
         """Base ``name`` (default: the fixture's) in deps.json now."""
         return self.base_now(name)
