@@ -95,7 +95,12 @@ def start(manifest, out_root, ref, source=None, name=None, nearest=True):
         bare["series"] = []
         base = _build(Manifest(bare, manifest.root, manifest.path), entry,
                       work)["base"]
-        proc.git(["fetch", "-q", "--no-tags", old_src,
+        # A base fetched shallow lacks its parents: both repositories must
+        # say so, or git walks into the missing history and fails.
+        _declare_shallow(old_src, proc.git_out(
+            ["rev-parse", BASE_TAG + "^{commit}"], cwd=old_src))
+        _declare_shallow(work, base)
+        proc.git(["fetch", "-q", "--no-tags", "--update-shallow", old_src,
                   "+refs/tags/%s:%sbase" % (BASE_TAG, OLD_REFS),
                   "+HEAD:%shead" % OLD_REFS], cwd=work)
         folder = os.path.join(work, ".git", PATCHES)
@@ -119,6 +124,29 @@ def start(manifest, out_root, ref, source=None, name=None, nearest=True):
             item.update(status="upstream", commit=upstream_has[item["file"]])
     _save(work, state)
     return _run(manifest, out_root, work, state)
+
+
+def _declare_shallow(repo, commit):
+    """Lists ``commit`` in the repository's shallow file when a parent of
+    it is missing (the cache keeps only the pinned commit)."""
+    # cat-file, not rev-list: that one walks into the missing parents.
+    parents = [ln.split()[1] for ln in proc.git_out(
+        ["cat-file", "commit", commit], cwd=repo).split("\n\n")[0]
+        .splitlines() if ln.startswith("parent ")]
+    missing = [p for p in parents if proc.git(
+        ["cat-file", "-e", p + "^{commit}"], cwd=repo,
+        check=False).returncode != 0]
+    if not missing:
+        return
+    path = os.path.join(repo, proc.git_out(
+        ["rev-parse", "--git-path", "shallow"], cwd=repo))
+    try:
+        with open(path, encoding="utf-8") as f:
+            known = f.read().split()
+    except FileNotFoundError:
+        known = []
+    if commit not in known:
+        write_atomic(path, "".join(c + "\n" for c in known + [commit]))
 
 
 def _locate(manifest, out_root, ref, source):

@@ -158,12 +158,12 @@ class World(unittest.TestCase):
             write(os.path.join(work, path), text)
         git(["add", "-A"], work)
         git(["commit", "-q", "-m", subject], work)
-        text = git(["format-patch", "-1", "--stdout", "--zero-commit",
-                    "--no-signature", "--no-renames"], work).stdout
-        slug = subject.split(":")[0] + "-second"
-        fname = "0001-%s.patch" % slug
-        path = os.path.join(self.root, "patches", name, fname)
-        write(path, text)
+        # Named as refresh names it, from the subject.
+        folder = os.path.join(self.root, "patches", name)
+        fname = os.path.basename(git(
+            ["format-patch", "-1", "-o", folder, "--zero-commit",
+             "--no-signature", "--no-renames"], work).stdout.strip())
+        path = os.path.join(folder, fname)
         data = {
             "name": name,
             "upstream": dict(self.deps["upstream"], tag=name, commit=commit,

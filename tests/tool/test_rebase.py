@@ -1,4 +1,3 @@
-import json
 import os
 import shutil
 import subprocess
@@ -13,7 +12,9 @@ def read(*parts):
         return f.read()
 
 
-class RebaseTest(World):
+class RebaseWorld(World):
+    """Three patches on v0.0.1; helpers to look at the result."""
+
     def setUp(self):
         super().setUp()
         core = CORE.replace("int line5 = 5;", "int line5 = 50;")
@@ -62,7 +63,9 @@ class RebaseTest(World):
         """Base ``name``'s entry and patches are as the fixture made
         them."""
         name = name or self.base
-        self.assertEqual(self.deps_now(name), self.deps)
+        made = [self.deps] + self.extra
+        self.assertEqual(self.deps_now(name),
+                         next(b for b in made if b["name"] == name))
         now = self.files()
         for key, text in self.snapshot.items():
             if key.startswith(name + "/"):
@@ -71,6 +74,8 @@ class RebaseTest(World):
             sorted(k for k in now if k.startswith(name + "/")),
             sorted(k for k in self.snapshot if k.startswith(name + "/")))
 
+
+class RebaseTest(RebaseWorld):
     def test_change_near_the_patch_merges(self):
         # Context of 0001 changes and every line shifts by two.
         core = "// new header\n// line\n" + CORE.replace(
@@ -334,3 +339,103 @@ exec %s "$@"
         self.assertFails(res, "uncommitted edits")
         self.assertEqual(self.files(), self.snapshot)
         shutil.rmtree(src)
+
+
+class RebaseBasesTest(RebaseWorld):
+    """Which base a rebase starts from and which base it becomes."""
+
+    def test_nearest_base_is_chosen_and_named(self):
+        second = self.add_base("v0.0.2", {"README.md": "fake libuv 2\n"},
+                               {"src/timer.c": "int timer_a = 1;\n"
+                                "int timer_b = 2;\nint timer_c = 30;\n"})
+        self.snapshot = self.files()
+        new = self.upstream_commit({"README.md": "fake libuv 3\n"},
+                                   "release 3", tag="v0.0.3")
+        # A local repository has the history to measure distances in.
+        res = self.tool("rebase", "--source", self.upstream, "--onto",
+                        "v0.0.3")
+        self.assertOk(res)
+        self.assertIn("rebase: starting from base v0.0.2, the nearest to "
+                      "v0.0.3 (v0.0.1: 2 commits, v0.0.2: 1 commits)",
+                      res.stderr)
+        self.assertIn("base v0.0.2: upstream v0.0.2 (%s) -> base v0.0.3: "
+                      "v0.0.3 (%s)" % (second["upstream"]["commit"][:12],
+                                       new[:12]), res.stdout)
+        deps = self.deps_now("v0.0.3")
+        self.assertEqual([e["file"] for e in deps["series"]],
+                         [second["series"][0]["file"]])
+        self.assertEqual(deps["upstream"]["commit"], new)
+        self.assertEqual([b["name"] for b in self.deps_doc()["bases"]],
+                         [self.base, "v0.0.2", "v0.0.3"])
+        self.assertUntouched()
+        self.assertUntouched("v0.0.2")
+        self.assertConsistent("v0.0.3")
+
+    def test_name_adds_a_base(self):
+        new = self.upstream_commit({"README.md": "fake libuv 2\n"},
+                                   "release", tag="v0.0.2")
+        res = self.tool("rebase", "--onto", "v0.0.2", "--name", "fork")
+        self.assertOk(res)
+        self.assertIn("-> base fork: v0.0.2 (%s)" % new[:12], res.stdout)
+        self.assertEqual([b["name"] for b in self.deps_doc()["bases"]],
+                         [self.base, "fork"])
+        self.assertEqual(self.deps_doc()["default_base"], self.base)
+        deps = self.deps_now("fork")
+        self.assertEqual(deps["upstream"]["tag"], "v0.0.2")
+        self.assertEqual(deps["upstream"]["commit"], new)
+        self.assertEqual(sorted(os.listdir(os.path.join(
+            self.root, "patches", "fork"))), [
+                "0001-core-line5.patch", "0002-core-line30.patch",
+                "0003-timer-b.patch"])
+        self.assertEqual(deps["series"][2]["tests"], ["timer_b"])
+        self.assertUntouched()
+        self.assertConsistent("fork")
+
+    def test_backport_already_upstream_is_dropped(self):
+        fix = self.upstream_commit({"src/fix.c": "int fix;\n"},
+                                   "timer: make timer_c thirty")
+        self.make_patch(4, "timer-c", {"src/fix.c": "int fix;\n"}, subject=(
+            "timer: make timer_c thirty\n\n"
+            "Origin: upstream, https://example.invalid/libuv/commit/%s\n"
+            "Upstream-Status: Backport\nLast-Update: 2026-12-02\n" % fix))
+        self.deps["series"][3]["upstream_status"] = "Backport"
+        self.save_deps()
+        self.snapshot = self.files()
+        new = self.upstream_commit({"README.md": "fake libuv 2\n"},
+                                   "release", tag="v0.0.2")
+        res = self.tool("rebase", "--source", self.upstream, "--onto",
+                        "v0.0.2")
+        self.assertOk(res)
+        self.assertIn("0004-timer-c.patch: dropped: already upstream "
+                      "(%s is in v0.0.2)" % fix[:12], res.stdout)
+        # The others are merged, not dropped.
+        self.assertIn("0003-timer-b.patch: ", res.stdout)
+        self.assertNotIn("0003-timer-b.patch: dropped", res.stdout)
+        deps = self.deps_now("v0.0.2")
+        self.assertEqual(deps["upstream"]["commit"], new)
+        self.assertEqual([e["file"] for e in deps["series"]],
+                         ["0001-core-line5.patch", "0002-core-line30.patch",
+                          "0003-timer-b.patch"])
+        self.assertUntouched()
+        self.assertConsistent("v0.0.2")
+
+    def test_backport_not_in_ref_is_kept(self):
+        # The upstream fix is on a branch that REF does not contain.
+        git(["checkout", "-q", "-b", "next"], self.upstream)
+        fix = self.upstream_commit({"src/fix.c": "int fix;\n"},
+                                   "timer: make timer_c thirty")
+        git(["checkout", "-q", "main"], self.upstream)
+        self.make_patch(4, "timer-c", {"src/fix.c": "int fix;\n"}, subject=(
+            "timer: make timer_c thirty\n\n"
+            "Origin: upstream, https://example.invalid/libuv/commit/%s\n"
+            "Upstream-Status: Backport\nLast-Update: 2026-12-02\n" % fix))
+        self.upstream_commit({"README.md": "fake libuv 2\n"}, "release",
+                             tag="v0.0.2")
+        res = self.tool("rebase", "--source", self.upstream, "--onto",
+                        "v0.0.2")
+        self.assertOk(res)
+        self.assertNotIn("already upstream", res.stdout)
+        # Kept and merged (refresh names it from its subject).
+        self.assertIn("0004-timer-c.patch -> 0004-timer-make-timer_c-thirty"
+                      ".patch: unchanged", res.stdout)
+        self.assertEqual(len(self.deps_now("v0.0.2")["series"]), 4)
