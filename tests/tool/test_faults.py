@@ -299,15 +299,17 @@ class DepsMutationTest(Series):
 
     def test_hash_with_trailing_newline_is_refused(self):
         for field in ("commit", "tree"):
-            data = copy.deepcopy(self.deps)
-            data["upstream"][field] += "\n"
+            data = self.deps_doc()
+            data["bases"][0]["upstream"][field] += "\n"
             with self.assertRaises(UvPatchError) as cm:
                 manifest_mod.validate(data, self.root)
-            self.assertIn("upstream." + field, cm.exception.message)
-        data = copy.deepcopy(self.deps)
-        data["series"][0]["file"] += "\n"
-        with self.assertRaises(UvPatchError):
+            self.assertIn("bases[0].upstream." + field,
+                          cm.exception.message)
+        data = self.deps_doc()
+        data["bases"][0]["series"][0]["file"] += "\n"
+        with self.assertRaises(UvPatchError) as cm:
             manifest_mod.validate(data, self.root, check_files=False)
+        self.assertIn("bases[0].series[0].file", cm.exception.message)
 
     def test_not_utf8_and_too_deep(self):
         for raw in (b'{"schema": "\xff"}', b"[" * 100000):
