@@ -1,0 +1,113 @@
+"""check's lint of patch messages: our own patches follow libuv's style
+rules, backports keep upstream's message and must say where they come
+from."""
+
+import os
+import unittest
+
+from fixture import World, git
+
+from uvpatchlib.check import lint_message
+
+COMMIT = "80a5e3ba0" + "0" * 31
+# Longer than 50 characters and not in lower case after the subsystem:
+# what an upstream subject may look like.
+LONG_SUBJECT = "linux: add MSG_ERRQUEUE ipv4/ipv6 udp support for real"
+DIFF = """---
+ src/core.c | 1 +
+ 1 file changed, 1 insertion(+)
+
+diff --git a/src/core.c b/src/core.c
+index 0000000..1111111 100644
+--- a/src/core.c
++++ b/src/core.c
+@@ -1 +1,2 @@
+ int a;
++int b;
+"""
+
+
+def patch_text(subject, body):
+    return ("From 0000000000000000000000000000000000000000 Mon Sep 17 "
+            "00:00:00 2001\nFrom: Upstream Author <author@example.invalid>\n"
+            "Date: Mon, 1 Jan 2024 00:00:00 +0000\nSubject: [PATCH] %s\n\n"
+            "%s%s" % (subject, body, DIFF))
+
+
+BACKPORT_BODY = (
+    "A paragraph of upstream's own, which may run on for quite a bit longer "
+    "than seventy-two columns.\n\n"
+    "Origin: upstream, https://github.com/libuv/libuv/commit/%s\n"
+    "Upstream-Status: Backport\nLast-Update: 2026-12-02\n" % COMMIT)
+
+
+class LintTest(unittest.TestCase):
+    def test_backport_keeps_upstream_message(self):
+        self.assertGreater(len(LONG_SUBJECT), 50)
+        problems = lint_message("0001-x.patch",
+                                patch_text(LONG_SUBJECT, BACKPORT_BODY))
+        self.assertEqual(problems, [])
+
+    def test_same_message_of_our_own_is_refused(self):
+        body = BACKPORT_BODY.replace("Backport", "Pending")
+        problems = lint_message("0001-x.patch",
+                                patch_text(LONG_SUBJECT, body))
+        text = "; ".join(problems)
+        self.assertIn("subject is %d characters, more than 50"
+                      % len(LONG_SUBJECT), text)
+        self.assertIn("message line 1 is", text)
+        self.assertIn("no Forwarded: field", text)
+        self.assertIn("no Signed-off-by: field", text)
+
+    def test_backport_needs_origin(self):
+        for origin in (None, "upstream, https://github.com/libuv/libuv/"
+                       "commit/80a5e3ba0",  # not the full id
+                       "https://github.com/libuv/libuv/commit/" + COMMIT):
+            lines = [ln for ln in BACKPORT_BODY.split("\n")
+                     if not ln.startswith("Origin: ")]
+            if origin:
+                lines.insert(2, "Origin: " + origin)
+            problems = lint_message("0001-x.patch", patch_text(
+                LONG_SUBJECT, "\n".join(lines)))
+            self.assertEqual(problems, [
+                "a backport needs 'Origin: upstream, <url>/commit/<40-hex "
+                "id>'"], origin)
+
+    def test_backport_needs_last_update(self):
+        body = BACKPORT_BODY.replace("Last-Update: 2026-12-02\n", "")
+        self.assertEqual(lint_message("0001-x.patch",
+                                      patch_text(LONG_SUBJECT, body)),
+                         ["no Last-Update: field"])
+
+
+class CheckCommandTest(World):
+    """check through the CLI, on a series holding a backport."""
+
+    def test_check_passes_a_backport_and_fails_without_origin(self):
+        self.make_patch(1, "core-one", {"src/core.c": "int x;\n"},
+                        subject=LONG_SUBJECT + "\n\n" + BACKPORT_BODY)
+        self.deps["series"][0]["upstream_status"] = "Backport"
+        self.save_deps()
+        self.assertOk(self.tool("apply"))
+        self.assertOk(self.tool("refresh"))   # canonical form and name
+        res = self.tool("check")
+        self.assertOk(res)
+        name = self.base_now()["series"][0]["file"]
+        self.assertIn("PASS check %s: canonical, message ok" % name,
+                      res.stdout)
+
+        # The same patch without its Origin: line fails check.
+        src = os.path.join(self.work, "src")
+        message = git(["log", "-1", "--format=%B"], src).stdout
+        git(["commit", "-q", "--amend", "-m", "\n".join(
+            ln for ln in message.split("\n")
+            if not ln.startswith("Origin: "))], src)
+        self.assertOk(self.tool("refresh"))
+        res = self.tool("check")
+        self.assertFails(res, "1 check(s) of the series failed")
+        self.assertIn("FAIL check %s: a backport needs 'Origin: upstream, "
+                      % self.base_now()["series"][0]["file"], res.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()
