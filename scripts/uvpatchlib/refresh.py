@@ -184,10 +184,11 @@ def refresh(manifest, out, src=None, priors=None):
     state["head"] = head
     write_atomic(os.path.join(src, ".git", STATE_FILE),
                  json.dumps(state, indent=2) + "\n")
+    # The base's own folder: each base has one under patches/.
     for name in changed:
-        proc.note("wrote patches/%s" % name)
+        proc.note("wrote patches/%s/%s" % (manifest.name, name))
     for name in removed:
-        proc.note("removed patches/%s" % name)
+        proc.note("removed patches/%s/%s" % (manifest.name, name))
     if not changed and not removed:
         proc.note("patches/ is up to date (%d patches)" % len(series))
     return changed, removed

@@ -44,7 +44,8 @@ class RefreshTest(World):
              "Upstream-Status: Submitted [https://example.invalid/1]\n"], src)
         res = self.tool("refresh")
         self.assertOk(res)
-        self.assertIn("wrote patches/0002-timer-set-timer_a.patch", res.stderr)
+        self.assertIn("wrote patches/v0.0.1/0002-timer-set-timer_a.patch",
+                      res.stderr)
         deps = self.base_now()
         entry = deps["series"][1]
         self.assertEqual(entry["upstream_status"], "Submitted")
@@ -90,7 +91,10 @@ class RefreshMetadataTest(World):
         second = git(["rev-parse", "HEAD"], src).stdout.strip()
         git(["reset", "-q", "--hard", "uvpatch-base"], src)
         git(["cherry-pick", second], src)
-        self.assertOk(self.tool("refresh"))
+        res = self.tool("refresh")
+        self.assertOk(res)
+        self.assertIn("removed patches/v0.0.1/0002-timer-two.patch",
+                      res.stderr)
         deps = self.base_now()
         self.assertEqual(len(deps["series"]), 1)
         entry = deps["series"][0]
