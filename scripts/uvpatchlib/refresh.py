@@ -146,8 +146,12 @@ def refresh(manifest, out, src=None, priors=None):
             series.append(entry)
         data = json.loads(json.dumps(manifest.data))
         data["series"] = series
-        removed = [e["file"] for e in manifest.series
-                   if e["file"] not in names]
+        # Every other patch in the folder goes: when rebase makes an
+        # existing base of another series, its old files are not in
+        # ``manifest.series``.
+        removed = sorted(({e["file"] for e in manifest.series} | {
+            n for n in os.listdir(patches_dir) if n.endswith(".patch")})
+            - set(names))
         # Check the new manifest against the new files before writing.
         staged = os.path.join(tmp, "root")
         os.makedirs(os.path.join(staged, "patches", manifest.name))

@@ -439,3 +439,32 @@ class RebaseBasesTest(RebaseWorld):
         self.assertIn("0004-timer-c.patch -> 0004-timer-make-timer_c-thirty"
                       ".patch: unchanged", res.stdout)
         self.assertEqual(len(self.deps_now("v0.0.2")["series"]), 4)
+
+    def test_name_of_another_base_replaces_its_series(self):
+        self.add_base("v0.0.2", {"README.md": "fake libuv 2\n"},
+                      {"src/timer.c": "int timer_a = 1;\n"
+                       "int timer_b = 2;\nint timer_c = 30;\n"})
+        new = self.upstream_commit({"README.md": "fake libuv 3\n"},
+                                   "release 3", tag="v0.0.3")
+        # --base overrides the nearest (v0.0.2); --name moves v0.0.2.
+        res = self.tool("rebase", "--source", self.upstream, "--onto",
+                        "v0.0.3", "--base", self.base, "--name", "v0.0.2")
+        self.assertOk(res)
+        self.assertNotIn("the nearest", res.stderr)
+        self.assertIn("base v0.0.1: upstream v0.0.1", res.stdout)
+        deps = self.deps_now("v0.0.2")
+        self.assertEqual(deps["upstream"]["commit"], new)
+        self.assertEqual([e["file"] for e in deps["series"]],
+                         ["0001-core-line5.patch", "0002-core-line30.patch",
+                          "0003-timer-b.patch"])
+        # v0.0.2's old patch went with its series.
+        self.assertIn("removed patches/v0.0.2/0001-timer-second-base-change"
+                      ".patch", res.stderr)
+        self.assertEqual(sorted(os.listdir(os.path.join(
+            self.root, "patches", "v0.0.2"))),
+            ["0001-core-line5.patch", "0002-core-line30.patch",
+             "0003-timer-b.patch"])
+        self.assertEqual([b["name"] for b in self.deps_doc()["bases"]],
+                         [self.base, "v0.0.2"])
+        self.assertUntouched()
+        self.assertConsistent("v0.0.2")
