@@ -125,9 +125,12 @@ def _build(manifest, entry, work):
     os.makedirs(work)
     proc.git(["init", "-q", "-b", BRANCH], cwd=work)
     if entry.repo:
-        proc.git(["fetch", "-q", "--no-tags", entry.repo,
-                  manifest.commit], cwd=work)
+        proc.git(["fetch", "-q", "--no-tags", "--update-shallow",
+                  entry.repo, manifest.commit], cwd=work)
         proc.git(["reset", "-q", "--hard", manifest.commit], cwd=work)
+        # The cache may hold the pinned commit without its parents: say so,
+        # or any later walk (format-patch, log) fails on the missing ones.
+        declare_shallow(work, manifest.commit)
     else:
         _copy_tree(entry.tree_dir, work)
         proc.git(["add", "-A", "-f"], cwd=work)
@@ -150,6 +153,29 @@ def _build(manifest, entry, work):
         proc.note("applied %s" % entry_["file"])
     return {"tree": manifest.tree, "base": base, "patches": applied,
             "head": proc.git_out(["rev-parse", "HEAD"], cwd=work)}
+
+
+def declare_shallow(repo, commit):
+    """Lists ``commit`` in the repository's shallow file when a parent of
+    it is missing (the cache keeps only the pinned commit)."""
+    # cat-file, not rev-list: that one walks into the missing parents.
+    parents = [ln.split()[1] for ln in proc.git_out(
+        ["cat-file", "commit", commit], cwd=repo).split("\n\n")[0]
+        .splitlines() if ln.startswith("parent ")]
+    missing = [p for p in parents if proc.git(
+        ["cat-file", "-e", p + "^{commit}"], cwd=repo,
+        check=False).returncode != 0]
+    if not missing:
+        return
+    path = os.path.join(repo, proc.git_out(
+        ["rev-parse", "--git-path", "shallow"], cwd=repo))
+    try:
+        with open(path, encoding="utf-8") as f:
+            known = f.read().split()
+    except FileNotFoundError:
+        known = []
+    if commit not in known:
+        write_atomic(path, "".join(c + "\n" for c in known + [commit]))
 
 
 def _blobs(repo):

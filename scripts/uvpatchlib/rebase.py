@@ -19,7 +19,7 @@ import tempfile
 
 from . import gitref, proc
 from .apply import (AM_IDENTITY, BASE_TAG, STATE_FILE, _build, apply_series,
-                    local_changes, read_state)
+                    declare_shallow, local_changes, read_state)
 from .errors import UvPatchError, EXIT_APPLY, EXIT_FETCH, EXIT_STATE
 from .fetch import Fetcher, _safe_extract
 from .fsutil import remove_tree, replace_dir, write_atomic
@@ -97,9 +97,9 @@ def start(manifest, out_root, ref, source=None, name=None, nearest=True):
                       work)["base"]
         # A base fetched shallow lacks its parents: both repositories must
         # say so, or git walks into the missing history and fails.
-        _declare_shallow(old_src, proc.git_out(
+        declare_shallow(old_src, proc.git_out(
             ["rev-parse", BASE_TAG + "^{commit}"], cwd=old_src))
-        _declare_shallow(work, base)
+        declare_shallow(work, base)
         proc.git(["fetch", "-q", "--no-tags", "--update-shallow", old_src,
                   "+refs/tags/%s:%sbase" % (BASE_TAG, OLD_REFS),
                   "+HEAD:%shead" % OLD_REFS], cwd=work)
@@ -124,29 +124,6 @@ def start(manifest, out_root, ref, source=None, name=None, nearest=True):
             item.update(status="upstream", commit=upstream_has[item["file"]])
     _save(work, state)
     return _run(manifest, out_root, work, state)
-
-
-def _declare_shallow(repo, commit):
-    """Lists ``commit`` in the repository's shallow file when a parent of
-    it is missing (the cache keeps only the pinned commit)."""
-    # cat-file, not rev-list: that one walks into the missing parents.
-    parents = [ln.split()[1] for ln in proc.git_out(
-        ["cat-file", "commit", commit], cwd=repo).split("\n\n")[0]
-        .splitlines() if ln.startswith("parent ")]
-    missing = [p for p in parents if proc.git(
-        ["cat-file", "-e", p + "^{commit}"], cwd=repo,
-        check=False).returncode != 0]
-    if not missing:
-        return
-    path = os.path.join(repo, proc.git_out(
-        ["rev-parse", "--git-path", "shallow"], cwd=repo))
-    try:
-        with open(path, encoding="utf-8") as f:
-            known = f.read().split()
-    except FileNotFoundError:
-        known = []
-    if commit not in known:
-        write_atomic(path, "".join(c + "\n" for c in known + [commit]))
 
 
 def _locate(manifest, out_root, ref, source):

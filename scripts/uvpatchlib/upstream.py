@@ -10,6 +10,7 @@ machine: no local path, no host name.
 import os
 import re
 import socket
+import subprocess
 
 from . import gitref, proc
 from .apply import AM_IDENTITY, BASE_TAG, apply_series
@@ -55,11 +56,15 @@ def sender(root):
     """(``Name <email>`` of whoever sends the pull requests, is it the
     placeholder): git's user.name and user.email, as `git commit` takes
     them."""
-    name = proc.git(["config", "user.name"], cwd=root, check=False)
-    email = proc.git(["config", "user.email"], cwd=root, check=False)
-    if name.returncode == 0 and email.returncode == 0 and \
-            name.stdout.strip() and email.stdout.strip():
-        return "%s <%s>" % (name.stdout.strip(), email.stdout.strip()), False
+    # Not proc.git: that one hides the user's own configuration.
+    found = []
+    for key in ("user.name", "user.email"):
+        res = subprocess.run(["git", "config", key], cwd=root, text=True,
+                             stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, check=False)
+        found.append(res.stdout.strip() if res.returncode == 0 else "")
+    if all(found):
+        return "%s <%s>" % tuple(found), False
     return PLACEHOLDER, True
 
 
@@ -116,7 +121,7 @@ def prepare(manifest, out, dest, onto=None, source=None, wanted=()):
         proc.git(["init", "-q"], cwd=scratch)
         # The series' own commits give `git am -3` the blobs a patch was
         # made against, even when it builds on an earlier patch.
-        proc.git(["fetch", "-q", "--no-tags", old_src,
+        proc.git(["fetch", "-q", "--no-tags", "--update-shallow", old_src,
                   "+refs/tags/%s:%s" % (BASE_TAG, OLD_BASE),
                   "+HEAD:%s" % OLD_HEAD], cwd=scratch)
         if onto:

@@ -195,6 +195,9 @@ class World(unittest.TestCase):
         full = dict(os.environ)
         full["XDG_CACHE_HOME"] = self.cache
         full.pop("UVPATCH_SOURCE", None)
+        # Hermetic: the tester's own git identity never reaches the tool.
+        full["GIT_CONFIG_GLOBAL"] = os.devnull
+        full["GIT_CONFIG_NOSYSTEM"] = "1"
         full.update(env or {})
         return subprocess.run(
             [sys.executable, TOOL, "--repo", self.root, "--out", self.out]

@@ -65,6 +65,19 @@ class UpstreamTest(World):
         md = read(self.dest, "0001-core-bound-line5.md")
         self.assertIn("Your Name <you@example.com>", md)
 
+    def test_sender_from_global_git_config(self):
+        # Most users set their identity once, in ~/.gitconfig.
+        config = os.path.join(self.tmp, "gitconfig")
+        with open(config, "w", encoding="utf-8") as f:
+            f.write("[user]\n\tname = Global\n\temail = global@invalid\n")
+        res = self.tool("upstream", self.dest,
+                        env={"GIT_CONFIG_GLOBAL": config})
+        self.assertOk(res)
+        msg = git(["log", "-1", "--format=%B%n%an <%ae>",
+                   "uvpatch/0001-core-bound-line5"], self.dest).stdout
+        self.assertIn("Signed-off-by: Global <global@invalid>", msg)
+        self.assertTrue(msg.rstrip().endswith("Global <global@invalid>"))
+
     def test_branches_mboxes_and_descriptions(self):
         # The sender is git's user.name and user.email; the repository's
         # own config keeps this hermetic.
