@@ -1,8 +1,9 @@
 """Runs the tool's own unittest suite, one result line per test.
 
-Used as ``python3 -m uvpatchlib.pyunit TESTS_DIR`` by ``uvpatch test``, in
-a process of its own so a test that changes directory or environment
-cannot disturb the run.
+Used as ``python3 -m uvpatchlib.pyunit TESTS_DIR [K/N]`` by ``uvpatch
+test``, in a process of its own so a test that changes directory or
+environment cannot disturb the run. With K/N it runs every Nth test class
+from the Kth, so N processes share the suite.
 """
 
 import sys
@@ -38,11 +39,30 @@ class LineResult(unittest.TestResult):
         print("skip %s: %s" % (self._name(test), reason), flush=True)
 
 
+def _classes(suite):
+    """The suite's tests grouped by class, in discovery order."""
+    groups = {}
+    stack = [suite]
+    while stack:
+        item = stack.pop(0)
+        if isinstance(item, unittest.TestSuite):
+            stack[:0] = list(item)
+        else:
+            groups.setdefault(type(item), []).append(item)
+    return list(groups.values())
+
+
 def main(argv):
     folder = argv[1]
+    shard, shards = map(int, (argv[2] if len(argv) > 2 else "0/1")
+                        .split("/"))
     suite = unittest.defaultTestLoader.discover(folder, top_level_dir=folder)
+    mine = unittest.TestSuite()
+    for k, tests in enumerate(_classes(suite)):
+        if k % shards == shard:
+            mine.addTests(tests)
     result = LineResult()
-    suite.run(result)
+    mine.run(result)
     return 0 if result.wasSuccessful() else 1
 
 

@@ -202,21 +202,40 @@ def _status_name(code):
     return "exit status %d" % code
 
 
-def run_tool_tests(root, tally):
+def run_tool_tests(root, tally, shards=2):
+    """The tool's unittest suite, in ``shards`` processes at once: its tests
+    mostly wait on git and subprocesses."""
     proc.step("tool unit tests")
     env = dict(os.environ)
     env["PYTHONPATH"] = os.path.join(root, "scripts")
-    res = subprocess.run([sys.executable, "-m", "uvpatchlib.pyunit",
-                          os.path.join(root, "tests", "tool")],
-                         env=env, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, cwd=root)
-    seen = _report_lines(res.stdout, tally, "")
-    if res.returncode != 0 and not tally.failed:
-        tally.result("FAIL", "tool unit tests",
-                     "runner exited with %d: %s" % (res.returncode,
-                                                    res.stderr[-800:]))
-    elif res.returncode != 0:
-        sys.stderr.write(res.stderr)
+    seen = 0
+    with tempfile.TemporaryDirectory(prefix="uvpatch-pyunit-") as tmp:
+        # Files, not pipes: no child blocks while another is read.
+        children = []
+        for k in range(shards):
+            out = open(os.path.join(tmp, "%d.out" % k), "w+",
+                       encoding="utf-8")
+            err = open(os.path.join(tmp, "%d.err" % k), "w+",
+                       encoding="utf-8")
+            children.append((subprocess.Popen(
+                [sys.executable, "-m", "uvpatchlib.pyunit",
+                 os.path.join(root, "tests", "tool"), "%d/%d" % (k, shards)],
+                env=env, stdout=out, stderr=err, cwd=root), out, err))
+        for child, out, err in children:
+            code = child.wait()
+            out.seek(0)
+            err.seek(0)
+            stdout, stderr = out.read(), err.read()
+            out.close()
+            err.close()
+            failed_before = tally.failed
+            seen += _report_lines(stdout, tally, "")
+            if code != 0 and tally.failed == failed_before:
+                tally.result("FAIL", "tool unit tests",
+                             "runner exited with %d: %s"
+                             % (code, stderr[-800:]))
+            elif code != 0:
+                sys.stderr.write(stderr)
     if not seen:
         tally.result("FAIL", "tool unit tests", "no test ran")
 
