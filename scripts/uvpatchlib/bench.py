@@ -258,7 +258,7 @@ def timer_rows(sec, target):
     if target == "windows":
         for timer, what in ARMING:
             sec.row(t + "arming." + timer, "%s, model: Nt*WaitCompletion"
-                    "Packet and SetWaitableTimer calls per blocking poll, %s"
+                    "Packet and SetWaitableTimer calls per poll, %s"
                     % (label, what), "calls", "count", "lower")
     return label, t
 
@@ -285,7 +285,7 @@ def add_arming(sec, t, name, lines):
 
 def measure_arming(sec, t, variants, runner):
     """Windows only: the calls that arm the high-resolution timer per
-    blocking poll, counted by the model (exact, so one run each)."""
+    poll, counted by the model (exact counts, so one run each)."""
     sec.note("The arming rows count libuv's calls in a model under Wine "
              "(the timer_model program: stand-ins for the wait completion "
              "packet calls, a 15.625 ms tick); they do not measure what "

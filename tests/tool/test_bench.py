@@ -252,7 +252,7 @@ class ArmingTest(unittest.TestCase):
         bench.measure_arming(sec, "windows.", self.variants, runner)
         report["sections"][0] = sec.finish()
         text = bench.render(report)
-        self.assertIn("calls per blocking poll, 1 s timer", text)
+        self.assertIn("calls per poll, 1 s timer", text)
 
 
 class SvgTest(unittest.TestCase):
