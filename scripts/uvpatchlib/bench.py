@@ -255,7 +255,51 @@ def timer_rows(sec, target):
             "repeating timer" % label, "µs", "cpu", "lower")
     sec.row(t + "armed.rate", "%s: loop iterations per second with a "
             "timer armed (arming cost)" % label, "1/s", "wall", "higher")
+    if target == "windows":
+        for timer, what in ARMING:
+            sec.row(t + "arming." + timer, "%s, model: Nt*WaitCompletion"
+                    "Packet and SetWaitableTimer calls per poll, %s"
+                    % (label, what), "calls", "count", "lower")
     return label, t
+
+
+# The arming counts come from the timer_model regression program (a model
+# of Windows under Wine): its arming_cost case prints one JSON line per
+# timer, {"bench": "timer_model_arming", "timer": ..., "calls_per_poll":
+# ...}.
+ARMING = (("1ms", "1 ms timer"), ("1s", "1 s timer"), ("none", "no timer"))
+
+
+def add_arming(sec, t, name, lines):
+    """Adds the arming counts of one variant's timer_model run; returns
+    how many rows got a figure."""
+    added = 0
+    for timer, _ in ARMING:
+        line = _pick(lines, bench="timer_model_arming", timer=timer)
+        value = line.get("calls_per_poll") if line else None
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            sec.add(t + "arming." + timer, name, value)
+            added += 1
+    return added
+
+
+def measure_arming(sec, t, variants, runner):
+    """Windows only: the calls that arm the high-resolution timer per
+    poll, counted by the model (exact counts, so one run each)."""
+    sec.note("The arming rows count libuv's calls in a model under Wine "
+             "(the timer_model program: stand-ins for the wait completion "
+             "packet calls, a 15.625 ms tick); they do not measure what "
+             "the calls cost in the Windows kernel.")
+    for name in VARIANTS:
+        try:
+            lines = run_json(runner, variants[name].program("timer_model"),
+                             ["arming_cost"])
+        except Unmeasured as e:
+            sec.unmeasured(t + "arming.", str(e))
+            continue
+        if add_arming(sec, t, name, lines) == 0:
+            sec.unmeasured(t + "arming.", "timer_model arming_cost printed "
+                           "no counts")
 
 
 def measure_timers(sec, target, variants, runner, cfg, raw):
@@ -300,6 +344,8 @@ def measure_timers(sec, target, variants, runner, cfg, raw):
         line = _pick(lines, bench="armed_poll")
         if line:
             sec.add(t + "armed.rate", name, line["iter_per_sec"])
+    if target == "windows":
+        measure_arming(sec, t, variants, runner)
 
 
 # --- UDP budget -------------------------------------------------------------

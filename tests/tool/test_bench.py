@@ -128,6 +128,133 @@ class StatisticsTest(unittest.TestCase):
         self.assertEqual(rows["c"]["why"], "valgrind is not installed")
 
 
+# What timer_model arming_cost prints on stdout (its result line too).
+ARMING_OUT = {
+    "patched": (
+        '{"bench": "timer_model_arming", "timer": "1ms", '
+        '"calls_per_poll": 2.90, "stand_ins": true, "model": true}\n'
+        '{"bench": "timer_model_arming", "timer": "1s", '
+        '"calls_per_poll": 3.00, "stand_ins": true, "model": true}\n'
+        '{"bench": "timer_model_arming", "timer": "none", '
+        '"calls_per_poll": 0.00, "stand_ins": true, "model": true}\n'
+        'ok arming_cost\n'),
+    "base": (
+        '{"bench": "timer_model_arming", "timer": "1ms", '
+        '"calls_per_poll": 0.00, "stand_ins": false, "model": true}\n'
+        '{"bench": "timer_model_arming", "timer": "1s", '
+        '"calls_per_poll": 0.00, "stand_ins": false, "model": true}\n'
+        '{"bench": "timer_model_arming", "timer": "none", '
+        '"calls_per_poll": 0.00, "stand_ins": false, "model": true}\n'
+        'ok arming_cost\n'),
+}
+
+
+class FakeVariant:
+    def __init__(self, folder, name):
+        self.path = os.path.join(folder, name + "-timer_model.exe")
+        write(self.path, "")
+
+    def program(self, name):
+        assert name == "timer_model"
+        return self.path
+
+
+class FakeRunner:
+    """Answers for the programs instead of running them."""
+    prefix = []
+
+    def __init__(self, outputs):
+        self.outputs = outputs
+        self.calls = []
+
+    def run(self, exe, args, timeout=None):
+        self.calls.append((os.path.basename(exe), list(args)))
+        for name, (code, out) in self.outputs.items():
+            if os.path.basename(exe).startswith(name + "-"):
+                return code, out, "timer_model/arming_cost (model: ...)\n"
+        raise AssertionError(exe)
+
+
+class ArmingTest(unittest.TestCase):
+    """The Windows arming counts of the timers section: rows, parsing,
+    and what a failed run leaves, with no program run."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.tmp)
+        self.variants = {name: FakeVariant(self.tmp, name)
+                         for name in bench.VARIANTS}
+
+    def rows(self, sec):
+        return {row["id"]: row for row in sec.finish()["rows"]}
+
+    def test_rows_only_for_windows(self):
+        sec = bench.Section("timers")
+        bench.timer_rows(sec, "linux")
+        bench.timer_rows(sec, "windows")
+        ids = [row["id"] for row in sec.data["rows"]]
+        self.assertIn("windows.arming.1ms", ids)
+        self.assertIn("windows.arming.1s", ids)
+        self.assertIn("windows.arming.none", ids)
+        self.assertFalse([i for i in ids if i.startswith("linux.arming")])
+        row = sec.rows["windows.arming.1ms"]
+        self.assertEqual(row["kind"], "count")
+        self.assertIn(row["kind"], bench.KINDS)
+        self.assertIn("model", row["label"])
+
+    def test_counts_of_both_variants(self):
+        sec = bench.Section("timers")
+        bench.timer_rows(sec, "windows")
+        runner = FakeRunner({name: (0, ARMING_OUT[name])
+                             for name in bench.VARIANTS})
+        bench.measure_arming(sec, "windows.", self.variants, runner)
+        self.assertEqual(sorted(runner.calls),
+                         [("base-timer_model.exe", ["arming_cost"]),
+                          ("patched-timer_model.exe", ["arming_cost"])])
+        rows = self.rows(sec)
+        self.assertEqual(rows["windows.arming.1ms"]["patched"], [2.9])
+        self.assertEqual(rows["windows.arming.1s"]["patched"], [3.0])
+        self.assertEqual(rows["windows.arming.none"]["patched"], [0.0])
+        self.assertEqual(rows["windows.arming.1s"]["base"], [0.0])
+        self.assertIsNone(rows["windows.arming.1s"]["why"])
+        self.assertTrue(any("model" in n for n in sec.data["notes"]))
+
+    def test_failed_run_says_why(self):
+        sec = bench.Section("timers")
+        bench.timer_rows(sec, "windows")
+        runner = FakeRunner({"base": (0, ARMING_OUT["base"]),
+                             "patched": (1, "not ok arming_cost: x\n")})
+        bench.measure_arming(sec, "windows.", self.variants, runner)
+        rows = self.rows(sec)
+        self.assertEqual(rows["windows.arming.1ms"]["base"], [0.0])
+        self.assertEqual(rows["windows.arming.1ms"]["patched"], [])
+        self.assertIn("exited with 1", rows["windows.arming.1ms"]["why"])
+
+    def test_no_counts_printed(self):
+        sec = bench.Section("timers")
+        bench.timer_rows(sec, "windows")
+        self.assertEqual(bench.add_arming(
+            sec, "windows.", "patched",
+            [{"bench": "timer_model_arming", "timer": "1ms",
+              "calls_per_poll": True}, {"bench": "other"}]), 0)
+        runner = FakeRunner({name: (0, "skip arming_cost: x\n{}\n")
+                             for name in bench.VARIANTS})
+        bench.measure_arming(sec, "windows.", self.variants, runner)
+        why = self.rows(sec)["windows.arming.none"]["why"]
+        self.assertIn("no counts", why)
+
+    def test_render_shows_counts(self):
+        report = sample_report()
+        sec = bench.Section("timers")
+        bench.timer_rows(sec, "windows")
+        runner = FakeRunner({name: (0, ARMING_OUT[name])
+                             for name in bench.VARIANTS})
+        bench.measure_arming(sec, "windows.", self.variants, runner)
+        report["sections"][0] = sec.finish()
+        text = bench.render(report)
+        self.assertIn("calls per poll, 1 s timer", text)
+
+
 class SvgTest(unittest.TestCase):
     def parse(self, text):
         root = ET.fromstring(text)
@@ -209,7 +336,7 @@ class RenderTest(unittest.TestCase):
         problems = [p for p in bench.check_report(data, md) if p[1]]
         checked = bench.check_report(data, md)
         self.assertIn(("udp", None, "all 1 figures measured"), checked)
-        self.assertIn(("timers", None, "1 of 22 figures measured, the "
+        self.assertIn(("timers", None, "1 of 25 figures measured, the "
                        "rest say why"), checked)
         self.assertEqual(problems, [])
         self.assertEqual(sorted(os.listdir(tmp)),
