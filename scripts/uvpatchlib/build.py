@@ -212,21 +212,3 @@ def build_tree(variant, libuv_only=False):
     proc.note("%s: %s" % (variant.name, "built" if did else "up to date"))
     return variant
 
-
-def install(variant, prefix):
-    """Copies the headers and the static library into ``prefix``."""
-    include = os.path.join(variant.source, "include")
-    dest_inc = os.path.join(prefix, "include")
-    dest_lib = os.path.join(prefix, "lib")
-    os.makedirs(dest_lib, exist_ok=True)
-    for folder, _, files in os.walk(include):
-        rel = os.path.relpath(folder, include)
-        os.makedirs(os.path.join(dest_inc, rel), exist_ok=True)
-        for name in files:
-            if name.endswith(".h"):
-                shutil.copy2(os.path.join(folder, name),
-                             os.path.join(dest_inc, rel, name))
-    lib = variant.library()
-    shutil.copy2(lib, os.path.join(dest_lib, os.path.basename(lib)))
-    proc.note("installed include/ and lib/%s in %s"
-              % (os.path.basename(lib), prefix))

@@ -32,12 +32,16 @@ def cmd_apply(args, manifest):
 
 
 def cmd_build(args, manifest):
-    from .build import build_variant, install
+    from .build import build_variant
+    from .install import check_prefix, install
+    if args.prefix:
+        # Refused before minutes of building, and again before installing.
+        check_prefix(os.path.abspath(args.prefix), manifest)
     with Lock(args.out, "build"):
         variant = build_variant(manifest, args.out, args.target,
                                 not args.unpatched, args.config, args.source)
         if args.prefix:
-            install(variant, os.path.abspath(args.prefix))
+            install(manifest, variant, os.path.abspath(args.prefix))
     print(variant.dir)
 
 
@@ -226,8 +230,11 @@ COMMANDS = {
                lambda p: p.add_argument("--unpatched", action="store_true",
                                         help="build the pristine base"),
                lambda p: p.add_argument("--prefix", metavar="DIR",
-                                        help="install include/ and lib/ "
-                                             "there")]),
+                                        help="then install it there with "
+                                             "CMake's install rules (shared "
+                                             "and static library, headers, "
+                                             "pkg-config and CMake package "
+                                             "files)")]),
     "check": (cmd_check, "lint the series: hashes, canonical form, "
               "messages, exact apply",
               [_add_base, lambda p: p.add_argument(
