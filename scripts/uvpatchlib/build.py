@@ -69,6 +69,14 @@ def windows_toolchain_missing():
     return None
 
 
+def mingw_cannot_build(config):
+    """Why the mingw-w64 cross build cannot take ``config``, or None."""
+    if cross_windows() and config in ("asan", "ubsan", "tsan"):
+        return "mingw-w64 has no lib%s, so --config %s builds and runs " \
+               "on this host only" % (config, config)
+    return None
+
+
 class Variant:
     """One build folder: target x patched/base x config."""
 
@@ -179,7 +187,7 @@ def check_target(target, config):
                            hint="use one of: %s" % ", ".join(CONFIGS),
                            status=EXIT_USAGE)
     if target == "windows":
-        missing = windows_toolchain_missing()
+        missing = windows_toolchain_missing() or mingw_cannot_build(config)
         if missing:
             raise UvPatchError("cannot build for Windows: " + missing,
                                hint="see README.md, Prerequisites",
