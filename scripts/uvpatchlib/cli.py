@@ -285,10 +285,13 @@ COMMANDS = {
               _add_source,
               lambda p: p.add_argument(
                   "--suite", default="regression",
-                  choices=("regression", "libuv", "all"),
+                  choices=("regression", "libuv", "all", "consumers"),
                   help="regression: tool tests, regression programs and a "
                        "selection of libuv's suite; libuv: all of libuv's "
-                       "suite against the base; all: both"),
+                       "suite against the base; all: both; consumers: "
+                       "CMake and pkg-config builds against installed "
+                       "prefixes, and Debian's Node.js 18 tests on the "
+                       "installed libuv.so.1, patched against base"),
               lambda p: p.add_argument(
                   "--target", default=None,
                   choices=TARGETS,

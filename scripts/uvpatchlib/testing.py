@@ -583,6 +583,11 @@ def test(manifests, out_root, suite="regression", target=None,
         tally.prefix = manifest.name + " "
         out = os.path.join(out_root, manifest.name)
         with Lock(out, "test"):
+            if suite == "consumers":
+                from .consumers import test_consumers
+                test_consumers(manifest, out, tally, source=source,
+                               full=k == 0)
+                continue
             test_base(manifest, out, tally, suite=suite, target=target,
                       config=config, source=source, full=k == 0)
     tally.prefix = ""
