@@ -17,11 +17,12 @@ import re
 import shutil
 
 from . import proc
-from .build import (_common_args, _configure, _ninja, build_variant,
-                    host_target)
+from .apply import apply_series, export_base
+from .build import Variant, _common_args, _configure, _ninja, host_target
 from .errors import UvPatchError
 from .install import install
 from .nodesuite import run_suite
+from .testing import Runner
 
 CONSUMER = os.path.join("tests", "consumer")
 BUDGET = 32
@@ -68,10 +69,11 @@ def _judge(runner_out, code, prefix, shared):
         info["budget"]
 
 
-def _run(cmd, env=None):
-    res = proc.run(cmd, env=env, capture=True, check=False, timeout=60,
-                   what=os.path.basename(cmd[0]))
-    return res.returncode, res.stdout + res.stderr
+def _run(runner, exe, env=None):
+    """Runs a consumer program as the tests run theirs: in a private
+    network namespace with loopback up, where the machine allows it."""
+    code, out, err = runner.run(exe, [], env=env, timeout=60)
+    return code, out + err
 
 
 def _cmake_consumer(root, variant, prefix, build_dir):
@@ -120,12 +122,16 @@ def test_consumers(manifest, out, tally, source=None, full=True):
         return
     proc.step("consumers of the installed libuv (%s)" % manifest.name)
     budgets, libs = {}, {}
+    runner = Runner("linux")
     for label, patched in (("patched", True), ("base", False)):
         work = os.path.join(out, "consumers", label)
         prefix = os.path.join(work, "prefix")
         try:
-            variant = build_variant(manifest, out, "native", patched,
-                                    "Release", source)
+            # Only what the install needs: no test runner, no programs.
+            apply_series(manifest, out, source=source)
+            if not patched:
+                export_base(out)
+            variant = Variant(root, out, "linux", patched, "Release")
             install(manifest, variant, prefix)
             programs = _cmake_consumer(root, variant, prefix,
                                        os.path.join(work, "cmake"))
@@ -138,7 +144,7 @@ def test_consumers(manifest, out, tally, source=None, full=True):
         for name, (exe, shared) in sorted(programs.items()):
             env = {"LD_LIBRARY_PATH": os.path.join(prefix, "lib")} \
                 if name.startswith("pkg-config") and shared else None
-            code, text = _run([exe], env=env)
+            code, text = _run(runner, exe, env=env)
             status, why, budget = _judge(text, code, prefix, shared)
             tally.result(status, "consumers %s %s" % (label, name), why)
             budgets.setdefault(label, budget)
