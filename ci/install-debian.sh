@@ -1,8 +1,18 @@
 #!/usr/bin/env bash
-# Installs the build and test prerequisites on Debian or Ubuntu (as root),
-# and a deb-src entry for Debian trixie so `apt-get source libuv1` can
-# provide the pinned libuv tree offline from GitHub.
+# Installs the build and test prerequisites on Debian or Ubuntu, and a
+# deb-src entry for Debian trixie so `apt-get source libuv1` can provide
+# the pinned libuv tree offline from GitHub. Run it as root, or as a user
+# who has sudo: it then runs itself again through sudo.
 set -euo pipefail
+
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then
+    exec sudo -- bash "$0" "$@"
+  fi
+  echo "install-debian.sh: needs root, and there is no sudo here:" \
+       "run it as root (su -c 'bash $0')" >&2
+  exit 1
+fi
 
 src_list=/etc/apt/sources.list.d/uvpatch-trixie-src.sources
 if [ ! -f "$src_list" ]; then
@@ -29,4 +39,4 @@ fi
 apt-get -o DPkg::Lock::Timeout=600 update -q
 apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends \
   ca-certificates git cmake ninja-build gcc libc6-dev python3 \
-  iproute2 util-linux gcc-mingw-w64-x86-64 wine wine64 valgrind
+  pkg-config xz-utils iproute2 util-linux gcc-mingw-w64-x86-64 wine wine64 valgrind

@@ -69,6 +69,14 @@ def windows_toolchain_missing():
     return None
 
 
+def mingw_cannot_build(config):
+    """Why the mingw-w64 cross build cannot take ``config``, or None."""
+    if cross_windows() and config in ("asan", "ubsan", "tsan"):
+        return "mingw-w64 has no lib%s, so --config %s builds and runs " \
+               "on this host only" % (config, config)
+    return None
+
+
 class Variant:
     """One build folder: target x patched/base x config."""
 
@@ -179,7 +187,7 @@ def check_target(target, config):
                            hint="use one of: %s" % ", ".join(CONFIGS),
                            status=EXIT_USAGE)
     if target == "windows":
-        missing = windows_toolchain_missing()
+        missing = windows_toolchain_missing() or mingw_cannot_build(config)
         if missing:
             raise UvPatchError("cannot build for Windows: " + missing,
                                hint="see README.md, Prerequisites",
@@ -212,21 +220,3 @@ def build_tree(variant, libuv_only=False):
     proc.note("%s: %s" % (variant.name, "built" if did else "up to date"))
     return variant
 
-
-def install(variant, prefix):
-    """Copies the headers and the static library into ``prefix``."""
-    include = os.path.join(variant.source, "include")
-    dest_inc = os.path.join(prefix, "include")
-    dest_lib = os.path.join(prefix, "lib")
-    os.makedirs(dest_lib, exist_ok=True)
-    for folder, _, files in os.walk(include):
-        rel = os.path.relpath(folder, include)
-        os.makedirs(os.path.join(dest_inc, rel), exist_ok=True)
-        for name in files:
-            if name.endswith(".h"):
-                shutil.copy2(os.path.join(folder, name),
-                             os.path.join(dest_inc, rel, name))
-    lib = variant.library()
-    shutil.copy2(lib, os.path.join(dest_lib, os.path.basename(lib)))
-    proc.note("installed include/ and lib/%s in %s"
-              % (os.path.basename(lib), prefix))

@@ -32,12 +32,16 @@ def cmd_apply(args, manifest):
 
 
 def cmd_build(args, manifest):
-    from .build import build_variant, install
+    from .build import build_variant
+    from .install import check_prefix, install
+    if args.prefix:
+        # Refused before minutes of building, and again before installing.
+        check_prefix(os.path.abspath(args.prefix), manifest)
     with Lock(args.out, "build"):
         variant = build_variant(manifest, args.out, args.target,
                                 not args.unpatched, args.config, args.source)
         if args.prefix:
-            install(variant, os.path.abspath(args.prefix))
+            install(manifest, variant, os.path.abspath(args.prefix))
     print(variant.dir)
 
 
@@ -226,8 +230,11 @@ COMMANDS = {
                lambda p: p.add_argument("--unpatched", action="store_true",
                                         help="build the pristine base"),
                lambda p: p.add_argument("--prefix", metavar="DIR",
-                                        help="install include/ and lib/ "
-                                             "there")]),
+                                        help="then install it there with "
+                                             "CMake's install rules (shared "
+                                             "and static library, headers, "
+                                             "pkg-config and CMake package "
+                                             "files)")]),
     "check": (cmd_check, "lint the series: hashes, canonical form, "
               "messages, exact apply",
               [_add_base, lambda p: p.add_argument(
@@ -278,10 +285,13 @@ COMMANDS = {
               _add_source,
               lambda p: p.add_argument(
                   "--suite", default="regression",
-                  choices=("regression", "libuv", "all"),
+                  choices=("regression", "libuv", "all", "consumers"),
                   help="regression: tool tests, regression programs and a "
                        "selection of libuv's suite; libuv: all of libuv's "
-                       "suite against the base; all: both"),
+                       "suite against the base; all: both; consumers: "
+                       "CMake and pkg-config builds against installed "
+                       "prefixes, and Debian's Node.js 18 tests on the "
+                       "installed libuv.so.1, patched against base"),
               lambda p: p.add_argument(
                   "--target", default=None,
                   choices=TARGETS,

@@ -17,7 +17,7 @@ import tempfile
 
 from . import proc
 from .build import (build_variant, host_target, windows_toolchain_missing,
-                    cross_windows)
+                    cross_windows, mingw_cannot_build)
 from .check import check
 from .errors import UvPatchError, EXIT_FAILURE, EXIT_FETCH
 from .fsutil import Lock, remove_tree
@@ -548,13 +548,13 @@ def windows_unavailable():
     return None
 
 
-def targets_to_test(requested):
+def targets_to_test(requested, config="Release"):
     host = host_target()
     if requested not in (None, "all"):
         return [requested], []
     targets, skipped = [host], []
     if host != "windows":
-        why = windows_unavailable()
+        why = windows_unavailable() or mingw_cannot_build(config)
         if why:
             skipped.append(("windows", why))
         else:
@@ -583,6 +583,11 @@ def test(manifests, out_root, suite="regression", target=None,
         tally.prefix = manifest.name + " "
         out = os.path.join(out_root, manifest.name)
         with Lock(out, "test"):
+            if suite == "consumers":
+                from .consumers import test_consumers
+                test_consumers(manifest, out, tally, source=source,
+                               full=k == 0)
+                continue
             test_base(manifest, out, tally, suite=suite, target=target,
                       config=config, source=source, full=k == 0)
     tally.prefix = ""
@@ -616,9 +621,9 @@ def test_base(manifest, out, tally, suite="regression", target=None,
     if suite in ("regression", "all"):
         proc.step("check (%s)" % manifest.name)
         check(manifest, out, tally.result)
-    targets, skipped = targets_to_test(target)
+    targets, skipped = targets_to_test(target, config)
     for name, why in skipped:
-        tally.result("SKIP", "%s tests" % name, why)
+        tally.result("SKIP", name, why)
     for tgt in targets:
         runner = Runner(tgt)
         patched = build_variant(manifest, out, tgt, True, config, source)

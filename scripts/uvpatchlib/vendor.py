@@ -51,11 +51,12 @@ def check_dest(dest, manifest, out):
                            status=EXIT_USAGE)
 
 
-def local_edits(dest):
+def local_edits(dest, name=PROVENANCE):
     """None when DEST is not an earlier export; else the sorted list of
-    "changed|added|removed path" lines against its UVPATCH.json."""
+    "changed|added|removed path" lines against its provenance file
+    ``name`` (a path under DEST; UVPATCH.json for an export)."""
     try:
-        with open(os.path.join(dest, PROVENANCE), encoding="utf-8") as f:
+        with open(os.path.join(dest, name), encoding="utf-8") as f:
             prov = json.load(f)
         recorded = prov["files"]
         tree = prov["tree"]
@@ -63,7 +64,12 @@ def local_edits(dest):
             return None
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    files, actual = file_ids(dest, exclude=[PROVENANCE])
+    nested = "/" in name
+    files, actual = file_ids(dest, exclude=() if nested else [name])
+    if nested:
+        # A file in a subfolder is part of the tree: the lists decide.
+        files.pop(name, None)
+        actual = tree
     if actual == tree and files == recorded:
         return []
     edits = []
@@ -75,11 +81,12 @@ def local_edits(dest):
         elif files[path] != recorded[path]:
             edits.append("changed " + path)
     # A provenance file edited by hand: the lists agree, the tree not.
-    return edits or ["changed " + PROVENANCE]
+    return edits or ["changed " + name]
 
 
-def provenance(manifest, patched, tree, files):
-    """UVPATCH.json's text: fixed key order, no time, no local path."""
+def provenance(manifest, patched, tree, files, extra=None):
+    """UVPATCH.json's text: fixed key order, no time, no local path;
+    ``extra`` ({key: value}) comes before the tree and its files."""
     up = manifest.upstream
     data = {
         "tool": "uvpatch",
@@ -90,9 +97,12 @@ def provenance(manifest, patched, tree, files):
         "patched": patched,
         "patches": [{"file": e["file"], "sha256": e["sha256"]}
                     for e in manifest.series] if patched else [],
+    }
+    data.update(extra or {})
+    data.update({
         "tree": tree,
         "files": dict(sorted(files.items())),
-    }
+    })
     return json.dumps(data, indent=2) + "\n"
 
 

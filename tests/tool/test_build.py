@@ -1,3 +1,4 @@
+import json
 import os
 import shutil
 import subprocess
@@ -7,12 +8,27 @@ import unittest
 
 from fixture import World, git, write, REPO, TOOL
 
+# Its install rules are upstream's, in small: shared and static library,
+# headers, a .pc file naming the prefix, and a CMake package.
 FAKE_CMAKE = """cmake_minimum_required(VERSION 3.13)
 project(fakeuv C)
+include(GNUInstallDirs)
+add_library(uv SHARED src/core.c src/timer.c)
+set_target_properties(uv PROPERTIES VERSION 1.0.0 SOVERSION 1)
 add_library(uv_a STATIC src/core.c src/timer.c)
 set_target_properties(uv_a PROPERTIES OUTPUT_NAME uv)
 add_executable(uv_run_tests_a run.c)
 target_link_libraries(uv_run_tests_a uv_a)
+file(WRITE ${PROJECT_BINARY_DIR}/libuv.pc
+     "libdir=${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}\n")
+install(DIRECTORY include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(FILES ${PROJECT_BINARY_DIR}/libuv.pc
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+install(TARGETS uv uv_a EXPORT libuvConfig
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(EXPORT libuvConfig DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/libuv
+        NAMESPACE libuv::)
 """
 PROGRAM = """#include "uv.h"
 #include "harness.h"
@@ -64,12 +80,51 @@ class BuildTest(World):
         prefix = os.path.join(self.tmp, "prefix")
         res = self.tool("build", "--unpatched", "--prefix", prefix)
         self.assertOk(res)
-        self.assertTrue(os.path.isfile(os.path.join(prefix, "lib",
-                                                    "libuv.a")))
-        self.assertTrue(os.path.isfile(os.path.join(prefix, "include",
-                                                    "uv.h")))
+        # What CMake's install rules put there, and the provenance.
+        for path in ("lib/libuv.a", "lib/libuv.so.1", "include/uv.h",
+                     "lib/pkgconfig/libuv.pc",
+                     "lib/cmake/libuv/libuvConfig.cmake",
+                     "share/uvpatch/UVPATCH.json"):
+            self.assertTrue(os.path.lexists(os.path.join(prefix, path)),
+                            path)
+        # The .pc file names the prefix it was installed to.
+        with open(os.path.join(prefix, "lib", "pkgconfig", "libuv.pc")) as f:
+            self.assertEqual(f.read(), "libdir=%s/lib\n"
+                             % os.path.realpath(prefix))
+        with open(os.path.join(prefix, "share", "uvpatch",
+                               "UVPATCH.json")) as f:
+            prov = json.load(f)
+        self.assertFalse(prov["patched"])
+        self.assertEqual(prov["installed_from"]["tree"],
+                         self.deps["upstream"]["tree"])
+        self.assertIn("lib/libuv.a", prov["files"])
+        self.assertNotIn("share/uvpatch/UVPATCH.json", prov["files"])
         self.assertTrue(os.path.isdir(os.path.join(
             self.work, "build", "linux-base-Release")))
+
+    def test_prefix_rerun_and_refusals(self):
+        prefix = os.path.join(self.tmp, "prefix")
+        self.assertOk(self.tool("build", "--prefix", prefix))
+        # Over an earlier install: safe, and a stray file of the earlier
+        # one's list does not stay behind.
+        self.assertOk(self.tool("build", "--prefix", prefix))
+        self.assertOk(self.tool("build", "--unpatched", "--prefix", prefix))
+        # An installed file edited since: refused, named.
+        with open(os.path.join(prefix, "include", "uv.h"), "a") as f:
+            f.write("/* mine */\n")
+        res = self.tool("build", "--prefix", prefix)
+        self.assertFails(res, "changed include/uv.h")
+        self.assertEqual(res.returncode, 6)
+        self.assertNotIn("=== build", res.stderr)
+        # A folder holding something else: refused, untouched.
+        other = os.path.join(self.tmp, "other")
+        write(os.path.join(other, "keep.txt"), "mine\n")
+        res = self.tool("build", "--prefix", other)
+        self.assertFails(res, "holds no earlier install")
+        self.assertEqual(os.listdir(other), ["keep.txt"])
+        # The repository itself: refused.
+        self.assertFails(self.tool("build", "--prefix", self.root),
+                         "is this repository")
 
     def test_two_builds_at_once_are_refused(self):
         from uvpatchlib.fsutil import Lock
