@@ -38,6 +38,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "loopback.h"
+
 /* The drain budget of the patch: reports handed over per event. */
 #define REPORT_BUDGET 32
 /* The data budget of the receive path: datagrams per event. */
@@ -297,35 +299,6 @@ static int run_and_close(void) {
   uv_timer_start(&ctx.timer, on_timer, RUN_MS, 0);
   uv_run(&ctx.loop, UV_RUN_DEFAULT);
   return uv_loop_close(&ctx.loop);
-}
-
-/* A port on loopback that nothing listens on: bind, read it, close. */
-static int closed_port(int family, struct sockaddr_storage* out) {
-  socklen_t len;
-  int fd;
-
-  memset(out, 0, sizeof(*out));
-  if (family == AF_INET6) {
-    struct sockaddr_in6* s6 = (struct sockaddr_in6*) out;
-    s6->sin6_family = AF_INET6;
-    s6->sin6_addr = in6addr_loopback;
-    len = sizeof(*s6);
-  } else {
-    struct sockaddr_in* s4 = (struct sockaddr_in*) out;
-    s4->sin_family = AF_INET;
-    s4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    len = sizeof(*s4);
-  }
-  fd = socket(family, SOCK_DGRAM, 0);
-  if (fd < 0)
-    return -1;
-  if (bind(fd, (struct sockaddr*) out, len) != 0 ||
-      getsockname(fd, (struct sockaddr*) out, &len) != 0) {
-    close(fd);
-    return -1;
-  }
-  close(fd);
-  return 0;
 }
 
 /* Sends one datagram from fd to dst so that exactly one ICMP error report

@@ -38,6 +38,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "loopback.h"
+
 /* The receive budget: datagrams (or reports) handed over per event. */
 #define BUDGET 32
 #define DGRAM_MAX (64 * 1024)
@@ -489,28 +491,6 @@ static int flood_case(int chunks) {
 }
 
 
-/* A port on 127.0.0.1 that nothing listens on: bind, read it, close. */
-static int closed_port(struct sockaddr_in* out) {
-  socklen_t len;
-  int fd;
-
-  memset(out, 0, sizeof(*out));
-  out->sin_family = AF_INET;
-  out->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  len = sizeof(*out);
-  fd = socket(AF_INET, SOCK_DGRAM, 0);
-  if (fd < 0)
-    return -1;
-  if (bind(fd, (struct sockaddr*) out, len) != 0 ||
-      getsockname(fd, (struct sockaddr*) out, &len) != 0) {
-    close(fd);
-    return -1;
-  }
-  close(fd);
-  return 0;
-}
-
-
 /* A child sends to a closed port from the loop's own socket (the fd is
  * shared through fork(), and reports go to the socket that sent), so that
  * the socket's error queue gets as many ICMP reports as the kernel makes,
@@ -540,7 +520,7 @@ static int icmp_flood_case(int chunks) {
   rep = shared_arg();
   dat = shared_arg();
   CHECK(rep != NULL && dat != NULL);
-  CHECK(closed_port(&rep->to) == 0);
+  CHECK(closed_port(AF_INET, &rep->to) == 0);
   rep->fd = fd;
   rep->max = 1UL << 24;
   rep->ms = REPORT_MS;
