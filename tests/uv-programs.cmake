@@ -24,7 +24,8 @@ file(GLOB uvpatch_programs CONFIGURE_DEPENDS
 foreach(source ${uvpatch_programs})
   get_filename_component(name "${source}" NAME_WE)
   add_executable(${name} "${source}")
-  target_include_directories(${name} PRIVATE "${UV_SOURCE_DIR}/include")
+  target_include_directories(${name} PRIVATE "${UV_SOURCE_DIR}/include"
+                             "${CMAKE_CURRENT_LIST_DIR}/common")
   target_link_libraries(${name} PRIVATE "${UV_LIBRARY}" ${uv_link_libraries})
   if(MINGW)
     # Static runtime: the programs run under Wine with no DLLs beside them.

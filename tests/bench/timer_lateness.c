@@ -48,8 +48,9 @@
  *   --raw      print every one-shot sample too
  *
  * Build against a static libuv, e.g.:
- *   cc -O2 -I TREE/include timer_lateness.c BUILD/libuv.a -lpthread -ldl
- *   x86_64-w64-mingw32-gcc -O2 -I TREE/include timer_lateness.c \
+ *   cc -O2 -I TREE/include -I ../common timer_lateness.c BUILD/libuv.a \
+ *     -lpthread -ldl
+ *   x86_64-w64-mingw32-gcc -O2 -I TREE/include -I ../common timer_lateness.c \
  *     BUILD/libuv.a -lws2_32 -liphlpapi -luserenv -ldbghelp -lole32 \
  *     -lshell32 -lpsapi -static
  */
@@ -59,6 +60,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "stats.h"
 
 static uv_loop_t* loop;
 static uint64_t fired_at;
@@ -70,16 +73,6 @@ static uint64_t last_tick;
 static int nticks;
 static int want_ticks;
 static uint64_t period_ns;
-
-
-static int compare_u64(const void* a, const void* b) {
-  uint64_t x;
-  uint64_t y;
-
-  x = *(const uint64_t*) a;
-  y = *(const uint64_t*) b;
-  return (x > y) - (x < y);
-}
 
 
 static double cpu_us(void) {
@@ -118,7 +111,7 @@ static void bench_oneshot(const char* label, int samples, uint64_t delay) {
   uv_close((uv_handle_t*) &timer, NULL);
   uv_run(loop, UV_RUN_DEFAULT);
 
-  qsort(s, samples, sizeof(*s), compare_u64);
+  sort_u64(s, (size_t) samples);
   printf("{\"bench\":\"timer_oneshot\",\"label\":\"%s\",\"delay_ms\":%d,"
          "\"samples\":%d,\"min_us\":%.1f,\"p50_us\":%.1f,\"p99_us\":%.1f,"
          "\"max_us\":%.1f",
@@ -173,7 +166,7 @@ static void bench_periodic(const char* label, int ticks, uint64_t period) {
   uv_run(loop, UV_RUN_DEFAULT);
 
   n = nticks;
-  qsort(tick_lags, n, sizeof(*tick_lags), compare_u64);
+  sort_u64(tick_lags, (size_t) n);
   /* p99 by nearest rank (element ceil(0.99 N) - 1), so that it is not
    * simply the maximum of 100 samples. */
   printf("{\"bench\":\"timer_periodic\",\"label\":\"%s\","

@@ -46,6 +46,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "stats.h"
+
 #ifndef _WIN32
 # include <sys/types.h>
 # include <sys/socket.h>
@@ -294,36 +296,6 @@ static int join_sender(bench* b, void* handle) {
 #endif
 }
 
-static int cmp_u64(const void* a, const void* b) {
-  uint64_t x;
-  uint64_t y;
-
-  x = *(const uint64_t*) a;
-  y = *(const uint64_t*) b;
-  return x < y ? -1 : x > y;
-}
-
-
-static int cmp_double(const void* a, const void* b) {
-  double x;
-  double y;
-
-  x = *(const double*) a;
-  y = *(const double*) b;
-  return x < y ? -1 : x > y;
-}
-
-
-static double quantile_us(const uint64_t* sorted, int n, double q) {
-  int i;
-
-  if (n == 0)
-    return 0;
-  i = (int) (q * (n - 1) + 0.5);
-  return sorted[i] / 1000.0;
-}
-
-
 /* CPU time of the calling thread in ns, or 0 if unknown. */
 static uint64_t thread_cpu_ns(void) {
 #if defined(__linux__) && defined(CLOCK_THREAD_CPUTIME_ID)
@@ -425,7 +397,7 @@ static int run_one(bench* b) {
   if (b->send_err)
     return UV_EIO;
 
-  qsort(b->lags, b->nlags, sizeof(*b->lags), cmp_u64);
+  sort_u64(b->lags, (size_t) b->nlags);
   secs = (b->end_ns - b->start_ns) / 1e9;
   cpu_secs = cpu0 != 0 && cpu1 > cpu0 ? (cpu1 - cpu0) / 1e9 : -1;
   printf("{\"bench\":\"udp_flood\",\"label\":\"%s\",\"mode\":\"%s\","
@@ -443,9 +415,9 @@ static int run_one(bench* b) {
          b->received,
          b->received / secs,
          b->ticks,
-         quantile_us(b->lags, b->nlags, 0.50),
-         quantile_us(b->lags, b->nlags, 0.99),
-         quantile_us(b->lags, b->nlags, 1.0),
+         1e-3 * quantile_u64(b->lags, (size_t) b->nlags, 0.50),
+         1e-3 * quantile_u64(b->lags, (size_t) b->nlags, 0.99),
+         1e-3 * quantile_u64(b->lags, (size_t) b->nlags, 1.0),
          b->max_iter,
          cpu_secs < 0 ? -1 : cpu_secs * 1000,
          cpu_secs < 0 ? -1 : b->received / cpu_secs);
@@ -563,9 +535,9 @@ static int run_drain(bench* b) {
   uv_run(&b->loop, UV_RUN_DEFAULT);
   uv_loop_close(&b->loop);
 
-  qsort(rates, b->reps, sizeof(*rates), cmp_double);
-  qsort(cpu_rates, b->reps, sizeof(*cpu_rates), cmp_double);
-  qsort(per_event, b->reps, sizeof(*per_event), cmp_double);
+  sort_double(rates, (size_t) b->reps);
+  sort_double(cpu_rates, (size_t) b->reps);
+  sort_double(per_event, (size_t) b->reps);
   printf("{\"bench\":\"udp_drain\",\"label\":\"%s\",\"mode\":\"%s\","
          "\"chunks\":%d,\"size\":%d,\"backlog\":%d,\"reps\":%d,"
          "\"dropped\":%lu,\"dgrams_per_sec\":%.0f,"

@@ -9,7 +9,9 @@
  *   skip NAME: reason
  *
  * scripts/uvpatch runs each case in its own process, so a crash or a hang
- * costs that case only. `prog --list-threads` prints the cases that start
+ * costs that case only; `prog` alone does the same on POSIX systems, where
+ * it forks a child per case and reports a case that dies by a signal as
+ * "not ok NAME: killed by signal N". `prog --list-threads` prints the cases that start
  * threads of their own: the ThreadSanitizer run takes those.
  *
  * A bound on wall-clock time (a timer's ticks during a flood) measures the
@@ -26,6 +28,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#ifndef _WIN32
+# include <errno.h>
+# include <sys/types.h>
+# include <sys/wait.h>
+# include <unistd.h>
+#endif
 
 enum {
   CASE_OK = 0,
@@ -142,6 +151,35 @@ static int harness_run_one(const test_case* c) {
   return r == CASE_FAIL;
 }
 
+/* Runs one case in a child process where there is fork(), so that a
+ * crash fails that case alone. Returns 1 if it failed.
+ */
+static int harness_run_isolated(const test_case* c) {
+#ifdef _WIN32
+  return harness_run_one(c);
+#else
+  pid_t pid;
+  int status;
+
+  fflush(stdout);
+  fflush(stderr);
+  pid = fork();
+  if (pid < 0)
+    return harness_run_one(c);
+  if (pid == 0)
+    _exit(harness_run_one(c));
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR)
+      return 1;
+  if (WIFEXITED(status))
+    return WEXITSTATUS(status) != 0;
+  printf("not ok %s: killed by signal %d\n", c->name,
+         WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  fflush(stdout);
+  return 1;
+#endif
+}
+
 /* Call from main(): returns the exit status. */
 static int harness_main(const test_case* cases, int argc, char** argv) {
   const test_case* c;
@@ -170,7 +208,7 @@ static int harness_main(const test_case* cases, int argc, char** argv) {
 
   failed = 0;
   for (c = cases; c->name != NULL; c++)
-    failed |= harness_run_one(c);
+    failed |= harness_run_isolated(c);
   return failed;
 }
 

@@ -52,6 +52,7 @@
 
 #include "uv.h"
 #include "harness.h"
+#include "stats.h"
 
 #ifdef _WIN32
 # include <windows.h>
@@ -90,16 +91,6 @@ struct probe {
 };
 
 
-static int compare_u64(const void* a, const void* b) {
-  uint64_t x;
-  uint64_t y;
-
-  x = *(const uint64_t*) a;
-  y = *(const uint64_t*) b;
-  return (x > y) - (x < y);
-}
-
-
 static double ms(uint64_t ns) {
   return (double) ns / 1e6;
 }
@@ -117,7 +108,7 @@ static uint64_t report(const char* name, struct probe* p) {
     return 0;
   }
 
-  qsort(s, n, sizeof(s[0]), compare_u64);
+  sort_u64(s, (size_t) n);
   fprintf(stderr,
           "%s: n=%d min=%.3f median=%.3f p90=%.3f max=%.3f ms "
           "early=%d short=%d\n",

@@ -1,9 +1,9 @@
 /* Copyright the uvpatch contributors. MIT licence, as libuv.
  *
- * A private network namespace for the regression cases that flood
- * loopback with ICMP error reports: only loopback, up, with the ICMP rate
- * limits of that namespace raised. The tool runs each case in a process of
- * its own, so entering the namespace for good is fine. Linux only; the
+ * A private network namespace for the programs that flood loopback with
+ * ICMP error reports: only loopback, up, with the ICMP rate limits of that
+ * namespace raised. The programs run each case (or benchmark) in a process
+ * of its own, so entering the namespace for good is fine. Linux only; the
  * including file defines _GNU_SOURCE first (for unshare()).
  */
 
@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+/* Writes value to a /proc/sys file. Returns 0 or -1. */
 static int write_sysctl(const char* path, const char* value) {
   ssize_t n;
   int fd;
@@ -61,8 +62,8 @@ static int private_netns(void) {
   /* Best effort: loopback is exempt from the per-destination limit, and the
    * global limit is per namespace on current kernels.
    */
-  write_sysctl("/proc/sys/net/ipv4/icmp_msgs_burst", "1000000");
-  write_sysctl("/proc/sys/net/ipv4/icmp_msgs_per_sec", "1000000");
+  write_sysctl("/proc/sys/net/ipv4/icmp_msgs_burst", "10000000");
+  write_sysctl("/proc/sys/net/ipv4/icmp_msgs_per_sec", "10000000");
   write_sysctl("/proc/sys/net/ipv4/icmp_ratelimit", "0");
   return 0;
 }
