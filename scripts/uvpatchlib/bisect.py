@@ -62,9 +62,12 @@ def bisect(manifest, out, report, config="Release"):
             failures += 1
             continue
         libuv_tests += _added_libuv_tests(src, state["commit"])
-        # A later patch's proofs fail before it, by design.
+        # A later patch's proofs fail before it, by design, and so do the
+        # cases it repairs after an earlier patch broke them.
         later = {case for e in manifest.series[k:]
                  for proof in e.get("proof", []) for case in proof["cases"]}
+        later.update(case for e in manifest.series[k:]
+                     for case in e.get("repairs", []))
         bad, ran = [], 0
         for prior in manifest.series[:k]:
             if not set(prior["platforms"]) & _COVERS.get(target, set()):

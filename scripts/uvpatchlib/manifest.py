@@ -41,11 +41,11 @@ _FIELDS = {
                "file": str, "sha256": str},
     "series": {"file": str, "sha256": str, "platforms": list,
                "upstream_status": str, "summary": str, "tests": list,
-               "proof": list},
+               "proof": list, "repairs": list},
     "proof": {"target": str, "cases": list, "native_only": bool},
 }
 _OPTIONAL = {"proof": {"native_only"},
-             "series": {"tests", "proof"},
+             "series": {"tests", "proof", "repairs"},
              "base": {"for"}}
 
 
@@ -271,6 +271,13 @@ def _validate_base(data, where, folder, check_files):
                 if not isinstance(case, str) or not _CASE.match(case):
                     _fail(pwhere + ".cases", "%r is not program/case"
                           % (case,), "write e.g. udp_budget/recvmmsg_20")
+        # Cases an earlier patch breaks (an upstream defect a backport
+        # brings) and this one mends: they pass on the base, so they
+        # cannot be proofs, but check --bisect expects them to fail before.
+        for case in entry.get("repairs", []):
+            if not isinstance(case, str) or not _CASE.match(case):
+                _fail(ewhere + ".repairs", "%r is not program/case"
+                      % (case,), "write e.g. udp_errqueue/send_only")
         if check_files:
             path = os.path.join(folder, name)
             if not os.path.isfile(path):

@@ -100,6 +100,11 @@ class ManifestTest(World):
                 proof=[{"target": "linux", "cases": ["nocase"]}]),
             "series[0].proof[0].cases", "not program/case")
 
+    def test_bad_repairs(self):
+        self.assertRejected(
+            lambda d: d["series"][0].update(repairs=["nocase"]),
+            "series[0].repairs", "not program/case")
+
     def test_cli_reports_bad_json(self):
         with open(os.path.join(self.root, "deps.json"), "w") as f:
             f.write("{ not json")
