@@ -115,9 +115,45 @@ def _join(paras):
     return "\n\n".join("\n".join(p) for p in paras)
 
 
-def pull_request(subject, body, patch_text, base_label, depends=()):
+def changed_tests(patch_text):
+    """The files under test/ that the patch changes but does not add."""
+    found, path = [], None
+    for line in patch_text.split("\n"):
+        m = _DIFF.match(line)
+        if m:
+            path = m.group(2)
+        elif line.startswith("--- a/test/") and path and \
+                path.endswith(".c") and path not in found:
+            found.append(path)
+    return found
+
+
+def _evidence_text(evidence):
+    command, when, lines = evidence
+    if not lines:
+        return ["The regression programs of the series that carries this "
+                "patch show it base vs patched: `%s` (no run of it was "
+                "found here to quote)." % command, ""]
+    text = ["What the series' regression programs gave, unpatched vs "
+            "patched, run by `%s` (%s):" % (command, "; ".join(when)), ""]
+    text += ["| case | unpatched | patched |", "|---|---|---|"]
+    for target, case, got in lines:
+        def cell(status, notes, why=""):
+            said = "; ".join(notes) or why
+            return ("%s: %s" % (status.lower(), said) if said
+                    else status.lower()).replace("|", "/")[:300]
+        text.append("| `%s` (%s) | %s | %s |" % (
+            case, target,
+            cell(got["base"], got["base_notes"], got.get("base_why", "")),
+            cell(got["patched"], got["patched_notes"])))
+    return text + [""]
+
+
+def pull_request(subject, body, patch_text, base_label, depends=(),
+                 evidence=None):
     """The Markdown description of one patch's pull request; ``depends``:
-    the subjects of the changes it builds on."""
+    the subjects of the changes it builds on; ``evidence``: what the
+    series' own regression programs gave, as upstream._evidence makes it."""
     while body and not body[0].strip():
         body = body[1:]
     part = sections(body)
@@ -155,9 +191,16 @@ def pull_request(subject, body, patch_text, base_label, depends=()):
                  "cmake --build build"]
         text += ["build/uv_run_tests_a %s" % n for n in names]
         text += ["```", ""]
+    elif changed_tests(patch_text):
+        text += ["The patch changes the tests in %s so that they check "
+                 "the fix; run them before and after the change (on %s)."
+                 % (", ".join("`%s`" % f for f in changed_tests(patch_text)),
+                    base_label), ""]
     else:
         text += ["The patch adds no test to libuv's suite; the defect is "
                  "described above (on %s)." % base_label, ""]
+    if evidence is not None:
+        text += _evidence_text(evidence)
     refs = [ln for ln in part["trailers"] if _KEEP_IN_PR.match(ln)]
     if refs:
         text += ["- " + ln for ln in refs] + [""]

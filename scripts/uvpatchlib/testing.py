@@ -6,6 +6,7 @@ Every result is one line on stdout: ``PASS name``, ``FAIL name: why`` or
 """
 
 import glob
+import json
 import os
 import platform
 import re
@@ -14,13 +15,14 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 from . import proc
 from .build import (build_variant, host_target, windows_toolchain_missing,
                     cross_windows, mingw_cannot_build)
 from .check import check
 from .errors import UvPatchError, EXIT_FAILURE, EXIT_FETCH
-from .fsutil import Lock, remove_tree
+from .fsutil import Lock, remove_tree, write_atomic
 
 CASE_TIMEOUT = 60
 SANITIZED = ("asan", "ubsan", "tsan")
@@ -338,6 +340,7 @@ def run_regress(manifest, patched, base, runner, tally):
         target, ", the cases that start threads" if threads_only else ""))
     proofs = proofs_for(manifest, target)
     found = set()
+    results = {}
     for program in regress_programs(manifest.root):
         try:
             cases = list_cases(runner, patched, program, threads_only)
@@ -357,6 +360,9 @@ def run_regress(manifest, patched, base, runner, tally):
                                              base_notes)
             for note in base_notes:
                 tally.info("base:    " + note)
+            results[name] = {"patched": status, "patched_notes": notes,
+                             "base": base_status, "base_why": base_why,
+                             "base_notes": base_notes}
             if name in proofs:
                 patch, native_only = proofs[name]
                 label = "%s proof %s (%s)" % (target, name, patch)
@@ -375,11 +381,32 @@ def run_regress(manifest, patched, base, runner, tally):
                 tally.info("base: %s %s%s" % (base_status.lower(), name,
                                               ": " + base_why if base_why
                                               else ""))
+    if not threads_only:
+        save_results(patched, manifest, results)
     for name in sorted(set(proofs) - found):
         if threads_only:
             continue  # Proof cases are judged by the other configs.
         tally.result("FAIL", "%s proof %s" % (target, name),
                      "deps.json names a case that does not exist")
+
+
+def results_path(out, target, config):
+    return os.path.join(out, "results", "regress-%s-%s.json"
+                        % (target, config))
+
+
+def save_results(patched, manifest, results):
+    """Keeps what each case gave, patched and base, for the pull requests'
+    figures (``upstream``)."""
+    path = results_path(patched.out, patched.target, patched.config)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    write_atomic(path, json.dumps({
+        "base": manifest.name, "commit": manifest.commit,
+        "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "machine": "%s %s, %s, %d cores" % (
+            platform.system(), platform.release(), platform.machine(),
+            os.cpu_count() or 0),
+        "cases": results}, indent=1) + "\n")
 
 
 VALGRIND_ARGS = ["-q", "--error-exitcode=99", "--leak-check=full",

@@ -7,6 +7,7 @@ mbox and a pull-request description per patch. Nothing in them names this
 machine: no local path, no host name.
 """
 
+import json
 import os
 import re
 import socket
@@ -17,6 +18,7 @@ from .apply import AM_IDENTITY, BASE_TAG, apply_series
 from .errors import UvPatchError, EXIT_APPLY, EXIT_STATE, EXIT_USAGE
 from .fsutil import remove_tree, write_atomic
 from .patchfile import Patch
+from .testing import results_path
 from .prtext import clean_message, clean_patch, pull_request
 from .vendor import check_dest
 
@@ -139,8 +141,9 @@ def prepare(manifest, out, dest, onto=None, source=None, wanted=()):
         real = onto or base == manifest.commit
         label = "%s, commit %s" % (label, upstream_commit[:12])
         author = sender(manifest.root)
+        measured = _measured(out)
         made = [_one(manifest, scratch, e, base, label, real, places,
-                     author) for e in chosen]
+                     author, measured) for e in chosen]
         proc.git(["checkout", "-q", BASE_BRANCH], cwd=scratch)
         for ref in (OLD_BASE, OLD_HEAD):
             proc.git(["update-ref", "-d", ref], cwd=scratch)
@@ -216,7 +219,37 @@ def _stack(manifest, work, entry, branch, base, author):
     return [], problem
 
 
-def _one(manifest, work, entry, base, label, real, places, author):
+def _measured(out):
+    """{target: results} of the last regression run on this base."""
+    found = {}
+    for target in ("linux", "windows", "macos"):
+        try:
+            with open(results_path(out, target, "Release"),
+                      encoding="utf-8") as f:
+                found[target] = json.load(f)
+        except (OSError, ValueError):
+            pass
+    return found
+
+
+def _evidence(manifest, entry, measured):
+    """(the command, its date and machine, one line per proof case) of
+    what the regression programs gave for ``entry``, base vs patched."""
+    lines, when = [], set()
+    for proof in entry.get("proof", []):
+        results = measured.get(proof["target"])
+        for case in proof["cases"]:
+            got = results and results["cases"].get(case)
+            if not got:
+                continue
+            when.add("%s, on %s" % (results["when"], results["machine"]))
+            lines.append((proof["target"], case, got))
+    command = "scripts/uvpatch test --base %s" % manifest.name
+    return command, sorted(when), lines
+
+
+def _one(manifest, work, entry, base, label, real, places, author,
+         measured):
     name = entry["file"]
     stem = name[:-len(".patch")]
     who, placeholder = author
@@ -246,7 +279,8 @@ def _one(manifest, work, entry, base, label, real, places, author):
     mbox = proc.git(args + ["%s..%s" % (base, branch)], cwd=work).stdout
     described = pull_request(
         patch.subject, body, text, label,
-        depends=[_read(manifest, e)[1].subject for e in needs])
+        depends=[_read(manifest, e)[1].subject for e in needs],
+        evidence=_evidence(manifest, entry, measured))
     if placeholder:
         described = ("> The commits are authored and signed off by the "
                      "placeholder `%s` (git has no user.name and "

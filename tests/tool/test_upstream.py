@@ -223,3 +223,26 @@ class PrTextTest(unittest.TestCase):
                 "|---|---|---|", "| ms | 9 | 1 |"]
         md = prtext.pull_request("x: y", body, "", "base")
         self.assertIn("| | before | after |\n|---|---|---|", md)
+
+    def test_evidence_from_the_regression_programs(self):
+        got = {"base": "FAIL", "base_why": "nread 4294967185",
+               "base_notes": [], "patched": "PASS",
+               "patched_notes": ["nread -111"]}
+        md = prtext.pull_request(
+            "x: y", ["It broke.", "", "Fix it."], "", "base",
+            evidence=("scripts/uvpatch test --base v1.x",
+                      ["2026-12-03 08:00 UTC, on Linux"],
+                      [("linux", "udp_errqueue/negative_nread", got)]))
+        self.assertIn("run by `scripts/uvpatch test --base v1.x` "
+                      "(2026-12-03 08:00 UTC, on Linux)", md)
+        self.assertIn("| `udp_errqueue/negative_nread` (linux) | "
+                      "fail: nread 4294967185 | pass: nread -111 |", md)
+        none = prtext.pull_request("x: y", ["It broke."], "", "base",
+                                   evidence=("cmd", [], []))
+        self.assertIn("no run of it was found here to quote", none)
+
+    def test_changed_tests_named(self):
+        patch = ("diff --git a/test/test-a.c b/test/test-a.c\n"
+                 "--- a/test/test-a.c\n+++ b/test/test-a.c\n")
+        md = prtext.pull_request("x: y", ["It broke."], patch, "base")
+        self.assertIn("changes the tests in `test/test-a.c`", md)
