@@ -122,6 +122,9 @@ def start(manifest, out_root, ref, source=None, name=None, nearest=True):
     for item in state["patches"]:
         if item["file"] in upstream_has:
             item.update(status="upstream", commit=upstream_has[item["file"]])
+            proc.note("%s: dropped: already upstream (commit %s is in %s)"
+                      % (item["file"], item["commit"][:12],
+                         onto["upstream"]["commit"][:12]))
     _save(work, state)
     return _run(manifest, out_root, work, state)
 
@@ -435,6 +438,10 @@ def _describe_conflict(work, item, state, res):
     done = [p["file"] for p in state["patches"] if p["status"] == "applied"]
     if done:
         lines.append("applied before it: " + ", ".join(done))
+    gone = [p["file"] for p in state["patches"]
+            if p["status"] in ("upstream", "dropped")]
+    if gone:
+        lines.append("dropped as already upstream: " + ", ".join(gone))
     return "\n".join(lines)
 
 
