@@ -57,6 +57,7 @@
 
 #include "uv.h"
 #include "harness.h"
+#include "stats.h"
 
 #define MODEL_NOTE "model: does not prove the real Windows kernel's behaviour"
 
@@ -70,6 +71,8 @@
 #define TICK_NS 15625000ULL
 #define HANDLE_SLACK 4
 #define MAX_PACKETS 16
+
+#include "timer_probe.h"
 
 #define MODEL_STATUS_SUCCESS ((LONG) 0x00000000L)
 #define MODEL_STATUS_PENDING ((LONG) 0x00000103L)
@@ -548,88 +551,6 @@ static int model_setup(void) {
   } while (0)
 
 
-static int compare_u64(const void* a, const void* b) {
-  uint64_t x;
-  uint64_t y;
-
-  x = *(const uint64_t*) a;
-  y = *(const uint64_t*) b;
-  return (x > y) - (x < y);
-}
-
-
-static double ms(uint64_t ns) {
-  return (double) ns / 1e6;
-}
-
-
-struct probe {
-  uv_loop_t* loop;
-  uv_timer_t timer;
-  uv_timer_t watchdog;
-  uint64_t samples[SAMPLES];
-  int count;
-  int early;
-  int timed_out;
-  uint64_t due;      /* Loop time (ms) at which the timer is due. */
-  uint64_t start;    /* uv_hrtime() at uv_timer_start(). */
-};
-
-
-static void oneshot_cb(uv_timer_t* handle) {
-  struct probe* p;
-  uint64_t now;
-
-  p = handle->data;
-  now = uv_hrtime();
-  if (now < p->due * 1000000)
-    p->early++;
-  if (p->count < SAMPLES)
-    p->samples[p->count++] = now - p->start;
-}
-
-
-static void watchdog_cb(uv_timer_t* handle) {
-  struct probe* p;
-
-  p = handle->data;
-  p->timed_out = 1;
-  uv_stop(p->loop);
-}
-
-
-static int probe_init(struct probe* p, uv_loop_t* loop) {
-  memset(p, 0, sizeof(*p));
-  p->loop = loop;
-  if (uv_timer_init(loop, &p->timer) != 0 ||
-      uv_timer_init(loop, &p->watchdog) != 0) {
-    return -1;
-  }
-  p->timer.data = p;
-  p->watchdog.data = p;
-  if (uv_timer_start(&p->watchdog, watchdog_cb, WATCHDOG_MS, 0) != 0)
-    return -1;
-  uv_unref((uv_handle_t*) &p->watchdog);
-  return 0;
-}
-
-
-static void probe_close(struct probe* p) {
-  uv_close((uv_handle_t*) &p->timer, NULL);
-  uv_close((uv_handle_t*) &p->watchdog, NULL);
-  uv_run(p->loop, UV_RUN_DEFAULT);
-}
-
-
-/* Starts the probe's timer for `timeout` ms from a fresh loop time. */
-static int probe_start(struct probe* p, uint64_t timeout) {
-  uv_update_time(p->loop);
-  p->due = uv_now(p->loop) + timeout;
-  p->start = uv_hrtime();
-  return uv_timer_start(&p->timer, oneshot_cb, timeout, 0);
-}
-
-
 /* The median of the samples taken; prints the statistics line. */
 static uint64_t report(const char* name, struct probe* p) {
   uint64_t* s;
@@ -639,7 +560,7 @@ static uint64_t report(const char* name, struct probe* p) {
   n = p->count;
   if (n == 0)
     return 0;
-  qsort(s, n, sizeof(s[0]), compare_u64);
+  sort_u64(s, (size_t) n);
   fprintf(stderr,
           "timer_model/%s (%s): n=%d min=%.3f median=%.3f max=%.3f ms "
           "early=%d\n",
@@ -652,23 +573,7 @@ static uint64_t report(const char* name, struct probe* p) {
 /* Runs `n` one-shot 1 ms timers on a new loop. */
 static int run_oneshots(const char* name, int n, uint64_t* median,
                         int* early) {
-  struct probe p;
-  uv_loop_t loop;
-  int i;
-
-  if (uv_loop_init(&loop) != 0 || probe_init(&p, &loop) != 0)
-    return -1;
-  for (i = 0; i < n && !p.timed_out; i++) {
-    if (probe_start(&p, 1) != 0)
-      return -1;
-    uv_run(&loop, UV_RUN_DEFAULT);
-  }
-  *median = report(name, &p);
-  *early = p.early;
-  probe_close(&p);
-  if (uv_loop_close(&loop) != 0)
-    return -1;
-  return p.timed_out || p.count != n ? -1 : 0;
+  return probe_run_oneshots(name, n, 1, report, median, early);
 }
 
 
@@ -722,7 +627,7 @@ static void stale_async_cb(uv_async_t* handle) {
    */
   Sleep(5);
   s->p->due = uv_now(s->p->loop) + 10;
-  uv_timer_start(&s->p->timer, oneshot_cb, 10, 0);
+  uv_timer_start(&s->p->timer, probe_oneshot_cb, 10, 0);
 }
 
 
@@ -863,46 +768,8 @@ static int stand_ins_missing(void) {
 }
 
 
-/* Handles of the process (see timer_precision.c). */
-static long count_handles(void) {
-  DWORD flags;
-  DWORD n;
-  ULONG_PTR v;
-
-  if (GetProcessHandleCount(GetCurrentProcess(), &n) && n != 0)
-    return (long) n;
-  n = 0;
-  for (v = 4; v < 65536; v += 4)
-    if (GetHandleInformation((HANDLE) v, &flags))
-      n++;
-  return (long) n;
-}
-
-
-static void cycle_cb(uv_timer_t* handle) {
-  (*(int*) handle->data)++;
-}
-
-
-static int one_cycle(int* fired) {
-  uv_loop_t loop;
-  uv_timer_t timer;
-
-  if (uv_loop_init(&loop) != 0 || uv_timer_init(&loop, &timer) != 0)
-    return -1;
-  timer.data = fired;
-  if (uv_timer_start(&timer, cycle_cb, 1, 0) != 0)
-    return -1;
-  if (uv_run(&loop, UV_RUN_DEFAULT) != 0)
-    return -1;
-  uv_close((uv_handle_t*) &timer, NULL);
-  if (uv_run(&loop, UV_RUN_DEFAULT) != 0)
-    return -1;
-  return uv_loop_close(&loop) == 0 ? 0 : -1;
-}
-
-
 static int loop_cycles_close(void) {
+  const char* how;
   long before;
   long after;
   int fired;
@@ -912,13 +779,13 @@ static int loop_cycles_close(void) {
   SETUP();
   fired = 0;
   CHECK(one_cycle(&fired) == 0);
-  before = count_handles();
+  before = count_handles(&how);
   memset(&counts, 0, sizeof(counts));
   fired = 0;
   for (i = 0; i < CYCLES; i++)
     if (one_cycle(&fired) != 0)
       FAIL("%s: cycle %d: a loop call did not return 0", MODEL_NOTE, i);
-  after = count_handles();
+  after = count_handles(&how);
   fprintf(stderr,
           "timer_model/loop_cycles_close (%s): cycles=%d timers "
           "created=%ld closed=%ld packets created=%ld closed=%ld closed "

@@ -54,14 +54,6 @@
 #include "harness.h"
 #include "stats.h"
 
-#ifdef _WIN32
-# include <windows.h>
-#endif
-
-#ifdef __linux__
-# include <dirent.h>
-#endif
-
 #define SAMPLES 50
 #define CYCLES 100
 #define WATCHDOG_MS 5000
@@ -76,24 +68,7 @@
 /* Microseconds between two uv_async_send() calls of the waking thread. */
 #define ASYNC_GAP_US 300
 
-struct probe {
-  uv_loop_t* loop;
-  uv_timer_t timer;
-  uv_timer_t watchdog;
-  uint64_t samples[SAMPLES];
-  int count;          /* Samples taken. */
-  int early;          /* Callbacks before the deadline, see above. */
-  int shorter;        /* Callbacks before `timeout` ms of uv_hrtime(). */
-  int timed_out;      /* The watchdog fired. */
-  uint64_t timeout;   /* Of the timer, in ms. */
-  uint64_t due;       /* Loop time (ms) at which the timer is due. */
-  uint64_t start;     /* uv_hrtime() at uv_timer_start() or last callback. */
-};
-
-
-static double ms(uint64_t ns) {
-  return (double) ns / 1e6;
-}
+#include "timer_probe.h"
 
 
 /* Sorts the samples and prints the statistics line; returns the median. */
@@ -118,86 +93,12 @@ static uint64_t report(const char* name, struct probe* p) {
 }
 
 
-/* Records one callback at uv_hrtime() `now`. */
-static void record(struct probe* p, uint64_t now) {
-  uint64_t elapsed;
-
-  elapsed = now - p->start;
-  if (now < p->due * 1000000)
-    p->early++;
-  if (elapsed < p->timeout * 1000000)
-    p->shorter++;
-  p->samples[p->count++] = elapsed;
-}
-
-
-static void watchdog_cb(uv_timer_t* handle) {
-  struct probe* p;
-
-  p = handle->data;
-  p->timed_out = 1;
-  uv_stop(p->loop);
-}
-
-
-static int probe_init(struct probe* p, uv_loop_t* loop, uint64_t timeout) {
-  memset(p, 0, sizeof(*p));
-  p->loop = loop;
-  p->timeout = timeout;
-  if (uv_timer_init(loop, &p->timer) != 0)
-    return -1;
-  if (uv_timer_init(loop, &p->watchdog) != 0)
-    return -1;
-  p->timer.data = p;
-  p->watchdog.data = p;
-  if (uv_timer_start(&p->watchdog, watchdog_cb, WATCHDOG_MS, 0) != 0)
-    return -1;
-  uv_unref((uv_handle_t*) &p->watchdog);
-  return 0;
-}
-
-
-static void probe_close(struct probe* p) {
-  uv_close((uv_handle_t*) &p->timer, NULL);
-  uv_close((uv_handle_t*) &p->watchdog, NULL);
-  uv_run(p->loop, UV_RUN_DEFAULT);
-}
-
-
-static void oneshot_cb(uv_timer_t* handle) {
-  record(handle->data, uv_hrtime());
-}
-
-
 /* Runs SAMPLES one-shot timers of `timeout` ms, each started right after a
  * fresh uv_update_time(). Returns 0, or -1 if the watchdog fired.
  */
 static int run_oneshots(const char* name, uint64_t timeout, uint64_t* median,
                         int* early) {
-  struct probe p;
-  uv_loop_t loop;
-  int i;
-
-  if (uv_loop_init(&loop) != 0)
-    return -1;
-  if (probe_init(&p, &loop, timeout) != 0)
-    return -1;
-
-  for (i = 0; i < SAMPLES && !p.timed_out; i++) {
-    uv_update_time(&loop);
-    p.due = uv_now(&loop) + timeout;
-    p.start = uv_hrtime();
-    if (uv_timer_start(&p.timer, oneshot_cb, timeout, 0) != 0)
-      return -1;
-    uv_run(&loop, UV_RUN_DEFAULT);
-  }
-
-  *median = report(name, &p);
-  *early = p.early;
-  probe_close(&p);
-  if (uv_loop_close(&loop) != 0)
-    return -1;
-  return p.timed_out || p.count != SAMPLES ? -1 : 0;
+  return probe_run_oneshots(name, SAMPLES, timeout, report, median, early);
 }
 
 
@@ -259,7 +160,7 @@ static int timer_1ms_async_wakeups(void) {
 
   memset(&w, 0, sizeof(w));
   CHECK_UV(uv_loop_init(&loop));
-  CHECK(probe_init(&p, &loop, 1) == 0);
+  CHECK(probe_init(&p, &loop) == 0);
   CHECK_UV(uv_async_init(&loop, &w.async, waker_cb));
   w.async.data = &w;
   /* The timer alone decides when uv_run() returns. */
@@ -269,10 +170,7 @@ static int timer_1ms_async_wakeups(void) {
   CHECK_UV(uv_thread_create(&tid, waker_thread, &w));
 
   for (i = 0; i < SAMPLES && !p.timed_out; i++) {
-    uv_update_time(&loop);
-    p.due = uv_now(&loop) + 1;
-    p.start = uv_hrtime();
-    if (uv_timer_start(&p.timer, oneshot_cb, 1, 0) != 0)
+    if (probe_start(&p, 1) != 0)
       break;
     uv_run(&loop, UV_RUN_DEFAULT);
   }
@@ -322,7 +220,7 @@ static void repeat_cb(uv_timer_t* handle) {
 
   p = handle->data;
   now = uv_hrtime();
-  record(p, now);
+  probe_record(p, now);
   /* libuv re-armed the timer for the loop time of this pass plus the
    * repeat interval before calling us; uv_now() is that loop time.
    */
@@ -338,9 +236,10 @@ static int timer_16ms_repeat_not_early(void) {
   uv_loop_t loop;
 
   CHECK_UV(uv_loop_init(&loop));
-  CHECK(probe_init(&p, &loop, 16) == 0);
+  CHECK(probe_init(&p, &loop) == 0);
 
   uv_update_time(&loop);
+  p.timeout = 16;
   p.due = uv_now(&loop) + 16;
   p.start = uv_hrtime();
   CHECK_UV(uv_timer_start(&p.timer, repeat_cb, 16, 16));
@@ -354,75 +253,6 @@ static int timer_16ms_repeat_not_early(void) {
   if (p.early != 0)
     FAIL("%d of %d repeats ran before they were due", p.early, SAMPLES);
   return CASE_OK;
-}
-
-
-/* Open handles (Windows) or file descriptors (Linux) of the process, or -1
- * where this program cannot count them. Wine's GetProcessHandleCount()
- * reports 0, so where it does, count the handle values below 65536 that
- * GetHandleInformation() accepts instead (handle values are multiples of 4
- * on Windows and Wine alike).
- */
-static long count_handles(const char** how) {
-#if defined(_WIN32)
-  DWORD flags;
-  DWORD n;
-  ULONG_PTR v;
-
-  if (GetProcessHandleCount(GetCurrentProcess(), &n) && n != 0) {
-    *how = "GetProcessHandleCount";
-    return (long) n;
-  }
-
-  *how = "GetHandleInformation scan";
-  n = 0;
-  for (v = 4; v < 65536; v += 4)
-    if (GetHandleInformation((HANDLE) v, &flags))
-      n++;
-  return (long) n;
-#elif defined(__linux__)
-  DIR* dir;
-  long n;
-
-  *how = "/proc/self/fd";
-  dir = opendir("/proc/self/fd");
-  if (dir == NULL)
-    return -1;
-  n = 0;
-  while (readdir(dir) != NULL)
-    n++;
-  closedir(dir);
-  return n;
-#else
-  *how = "not counted on this platform";
-  return -1;
-#endif
-}
-
-
-static void cycle_cb(uv_timer_t* handle) {
-  (*(int*) handle->data)++;
-}
-
-
-/* One loop's life: init, a 1 ms timer that must fire, close. */
-static int one_cycle(int* fired) {
-  uv_loop_t loop;
-  uv_timer_t timer;
-
-  if (uv_loop_init(&loop) != 0)
-    return -1;
-  if (uv_timer_init(&loop, &timer) != 0)
-    return -1;
-  timer.data = fired;
-  if (uv_timer_start(&timer, cycle_cb, 1, 0) != 0)
-    return -1;
-  if (uv_run(&loop, UV_RUN_DEFAULT) != 0)
-    return -1;
-  uv_close((uv_handle_t*) &timer, NULL);
-  if (uv_run(&loop, UV_RUN_DEFAULT) != 0)
-    return -1;
-  return uv_loop_close(&loop) == 0 ? 0 : -1;
 }
 
 
