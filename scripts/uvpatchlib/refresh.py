@@ -1,8 +1,8 @@
 """refresh: regenerate patches/ and deps.json from the commits in out/src.
 
-The output is canonical: `git format-patch` with zero commit ids, no
-signature and no rename detection, file names from the subjects. Run on
-an unchanged out/src, it changes no byte.
+The output is canonical: `git format-patch` with zero commit ids, full
+blob ids, no signature and no rename detection, file names from the
+subjects. Run on an unchanged out/src, it changes no byte.
 """
 
 import json
@@ -16,9 +16,13 @@ from .errors import UvPatchError, EXIT_STATE
 from .fsutil import remove_tree, write_atomic
 from .manifest import dump, sha256_file, validate
 
+# --full-index: abbreviated blob ids grow with the repository's object
+# count, so the same series would print differently from a shallow cache
+# and from a full clone.
 FORMAT_PATCH = ["format-patch", "--zero-commit", "--no-signature",
-                "--no-renames", "--no-numbered", "--subject-prefix=PATCH",
-                "--no-cover-letter", "--encode-email-headers"]
+                "--full-index", "--no-renames", "--no-numbered",
+                "--subject-prefix=PATCH", "--no-cover-letter",
+                "--encode-email-headers"]
 _STATUS = re.compile(r"^Upstream-Status:\s*([A-Za-z-]+)", re.M)
 
 
