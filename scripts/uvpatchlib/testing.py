@@ -356,6 +356,8 @@ def run_regress(manifest, patched, base, runner, tally):
             tally.result(status, "%s regress %s" % (target, name), why)
             for note in notes:
                 tally.info("patched: " + note)
+            if base is None:
+                continue  # Patched only: see test_base.
             base_status, base_why = run_case(runner, base, program, case,
                                              base_notes)
             for note in base_notes:
@@ -381,6 +383,10 @@ def run_regress(manifest, patched, base, runner, tally):
                 tally.info("base: %s %s%s" % (base_status.lower(), name,
                                               ": " + base_why if base_why
                                               else ""))
+    if base is None:
+        proc.note("proofs are judged by the Release run, not under %s"
+                  % patched.config)
+        return
     if not threads_only:
         save_results(patched, manifest, results)
     for name in sorted(set(proofs) - found):
@@ -529,7 +535,10 @@ def _run_libuv(patched, base, runner, tally, everything):
         target, "tests that use threads" if patched.config == "tsan"
         else "all" if everything else "selection"))
     tests = _libuv_tests(runner, patched)
-    base_tests = set(_libuv_tests(runner, base))
+    if not isinstance(base, Later):
+        variant = base
+        base = Later(lambda: variant)
+    base_tests = Later(lambda: set(_libuv_tests(runner, base.get())))
     if patched.config == "tsan":
         threaded = thread_tests(patched.source)
         tests = [t for t in tests if t in threaded]
@@ -549,10 +558,10 @@ def _run_libuv(patched, base, runner, tally, everything):
             tally.result(status, name, why)
             continue
         again, _ = libuv_run(runner, patched, test)
-        if test not in base_tests:
+        if test not in base_tests.get():
             tally.result("FAIL", name, why + " (new test of the series)")
             continue
-        base_status, base_why = libuv_run(runner, base, test)
+        base_status, base_why = libuv_run(runner, base.get(), test)
         if base_status == "FAIL":
             tally.result("SKIP", name, "fails on the unpatched base too: "
                          + base_why)
@@ -643,6 +652,24 @@ def _unreachable(manifest, source):
     return None
 
 
+SANITIZERS = ("asan", "ubsan", "tsan")
+
+
+class Later:
+    """A value made on first use (a build that may not be needed)."""
+
+    def __init__(self, make):
+        self._make = make
+        self._made = False
+        self._value = None
+
+    def get(self):
+        if not self._made:
+            self._value = self._make()
+            self._made = True
+        return self._value
+
+
 def test_base(manifest, out, tally, suite="regression", target=None,
               config="Release", source=None, full=True):
     if suite in ("regression", "all"):
@@ -651,14 +678,22 @@ def test_base(manifest, out, tally, suite="regression", target=None,
     targets, skipped = targets_to_test(target, config)
     for name, why in skipped:
         tally.result("SKIP", name, why)
+    # Under a sanitizer only the patched tree is judged: proofs are the
+    # Release run's business, and the base is built only if a libuv test
+    # fails and must be compared.
+    sanitized = config in SANITIZERS
     for tgt in targets:
         runner = Runner(tgt)
         patched = build_variant(manifest, out, tgt, True, config, source)
-        base = build_variant(manifest, out, tgt, False, config, source)
+        base = Later(lambda tgt=tgt: build_variant(
+            manifest, out, tgt, False, config, source))
+        if not sanitized:
+            base.get()
         runner.start()
         try:
             if suite in ("regression", "all"):
-                run_regress(manifest, patched, base, runner, tally)
+                run_regress(manifest, patched,
+                            None if sanitized else base.get(), runner, tally)
                 if full:
                     run_memcheck(manifest, patched, runner, tally)
             run_libuv(patched, base, runner, tally,
