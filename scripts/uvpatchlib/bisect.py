@@ -6,14 +6,13 @@ tests pass after each patch. For each prefix 0001..k this builds the tree
 prefix that apply to the host, and the libuv tests those patches add.
 """
 
-import json
 import os
 import re
 
 from . import proc
-from .apply import apply_series, export_commit, read_state
+from .apply import apply_series, read_state
 from .build import Variant, build_tree, check_target, host_target
-from .fsutil import write_atomic
+from .fsutil import remove_tree
 from .testing import Runner, list_cases, run_case, libuv_run
 
 # Which series platforms a host target exercises.
@@ -28,16 +27,17 @@ def _added_libuv_tests(src, commit):
     return _DECLARE.findall(diff)
 
 
-def _export_prefix(src, commit, dest):
-    stamp = dest + ".json"
-    try:
-        with open(stamp, encoding="utf-8") as f:
-            if json.load(f).get("commit") == commit and os.path.isdir(dest):
-                return
-    except (OSError, ValueError):
-        pass
-    export_commit(src, commit, dest)
-    write_atomic(stamp, json.dumps({"commit": commit}) + "\n")
+def _checkout_prefix(src, commit, dest):
+    """Makes ``dest`` hold ``commit``, rewriting only the files that differ
+    from the prefix before, so one build folder rebuilds only what the
+    next patch touches."""
+    index = os.path.abspath(dest + ".index")
+    env = {"GIT_INDEX_FILE": index, "GIT_WORK_TREE": os.path.abspath(dest)}
+    os.makedirs(dest, exist_ok=True)
+    if not os.path.exists(index):
+        remove_tree(dest)
+        os.makedirs(dest)
+    proc.git(["read-tree", "--reset", "-u", commit], cwd=src, env=env)
 
 
 def bisect(manifest, out, report, config="Release"):
@@ -50,10 +50,10 @@ def bisect(manifest, out, report, config="Release"):
     libuv_tests = []
     for k, (entry, state) in enumerate(zip(manifest.series, applied), 1):
         label = "bisect %s" % entry["file"]
-        dest = os.path.join(out, "bisect", "%04d" % k)
-        _export_prefix(src, state["commit"], dest)
+        dest = os.path.join(out, "bisect", "tree")
+        _checkout_prefix(src, state["commit"], dest)
         variant = Variant(manifest.root, out, target, True, config,
-                          source=dest, label="prefix%04d" % k)
+                          source=dest, label="bisect")
         try:
             build_tree(variant)
         except Exception as e:  # noqa: BLE001 - reported, then next prefix
