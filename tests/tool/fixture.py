@@ -122,7 +122,8 @@ class World(unittest.TestCase):
         git(["commit", "-q", "-m", subject or "core: change %s" % slug],
             work)
         text = git(["format-patch", "-1", "--stdout", "--zero-commit",
-                    "--no-signature", "--no-renames"], work).stdout
+                    "--full-index", "--no-signature", "--no-renames"],
+                   work).stdout
         name = "%04d-%s.patch" % (number, slug)
         path = os.path.join(self.patches, name)
         write(path, text)
@@ -162,7 +163,8 @@ class World(unittest.TestCase):
         folder = os.path.join(self.root, "patches", name)
         fname = os.path.basename(git(
             ["format-patch", "-1", "-o", folder, "--zero-commit",
-             "--no-signature", "--no-renames"], work).stdout.strip())
+             "--full-index", "--no-signature", "--no-renames"],
+            work).stdout.strip())
         path = os.path.join(folder, fname)
         data = {
             "name": name,
