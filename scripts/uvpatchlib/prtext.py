@@ -88,16 +88,23 @@ def sections(body):
     return out
 
 
-def added_tests(patch_text):
-    """[(file, test name)] of the TEST_IMPLs the patch adds under test/."""
-    found, path = [], None
+def _by_file(patch_text):
+    """(path, line) for each line of the patch after its diff header."""
+    path = None
     for line in patch_text.split("\n"):
         m = _DIFF.match(line)
         if m:
             path = m.group(2)
-            continue
+        elif path:
+            yield path, line
+
+
+def added_tests(patch_text):
+    """[(file, test name)] of the TEST_IMPLs the patch adds under test/."""
+    found = []
+    for path, line in _by_file(patch_text):
         m = _TEST_IMPL.match(line)
-        if m and path and path.startswith("test/"):
+        if m and path.startswith("test/"):
             found.append((path, m.group(1)))
     return found
 
@@ -117,13 +124,10 @@ def _join(paras):
 
 def changed_tests(patch_text):
     """The files under test/ that the patch changes but does not add."""
-    found, path = [], None
-    for line in patch_text.split("\n"):
-        m = _DIFF.match(line)
-        if m:
-            path = m.group(2)
-        elif line.startswith("--- a/test/") and path and \
-                path.endswith(".c") and path not in found:
+    found = []
+    for path, line in _by_file(patch_text):
+        if line.startswith("--- a/test/") and path.endswith(".c") and \
+                path not in found:
             found.append(path)
     return found
 
@@ -177,6 +181,7 @@ def pull_request(subject, body, patch_text, base_label, depends=(),
                 text += [" ".join(ln.strip() for ln in para), ""]
     text += ["## How to reproduce", ""]
     tests = added_tests(patch_text)
+    changed = changed_tests(patch_text)
     if tests:
         names = sorted({name for _, name in tests})
         files = sorted({f for f, _ in tests})
@@ -191,11 +196,10 @@ def pull_request(subject, body, patch_text, base_label, depends=(),
                  "cmake --build build"]
         text += ["build/uv_run_tests_a %s" % n for n in names]
         text += ["```", ""]
-    elif changed_tests(patch_text):
+    elif changed:
         text += ["The patch changes the tests in %s so that they check "
                  "the fix; run them before and after the change (on %s)."
-                 % (", ".join("`%s`" % f for f in changed_tests(patch_text)),
-                    base_label), ""]
+                 % (", ".join("`%s`" % f for f in changed), base_label), ""]
     else:
         text += ["The patch adds no test to libuv's suite; the defect is "
                  "described above (on %s)." % base_label, ""]
