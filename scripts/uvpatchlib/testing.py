@@ -289,10 +289,12 @@ def _one_line(text):
 
 def _measurements(err):
     """What a case printed on stderr about its run (counts, timings),
-    at most two lines, shown beside its result."""
+    at most two lines, shown beside its result. A flood case's summary
+    runs to about 450 characters: kept whole, as the results file and
+    the PR texts quote it, but capped against a runaway line."""
     lines = [ln.strip().lstrip("# ") for ln in err.splitlines()
              if ln.strip()]
-    return [ln[:200] for ln in lines[-2:]]
+    return [ln[:1000] for ln in lines[-2:]]
 
 
 def run_case(runner, variant, program, case, notes=None):
