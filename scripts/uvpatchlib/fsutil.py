@@ -54,10 +54,13 @@ def replace_dir(new, dest):
 
 
 def recover_dir(dest):
-    """Puts back ``dest`` if a crash came between the two renames."""
+    """Puts back ``dest`` if a crash came between the two renames, and
+    removes what is left of the old folder if it came after them."""
     old = dest + ".old"
     if not os.path.lexists(dest) and os.path.isdir(old):
         os.rename(old, dest)
+    elif os.path.lexists(old):
+        remove_tree(old)
 
 
 def _lock_fd(fd, wait=False):

@@ -104,6 +104,18 @@ exec %s "$@"
         self.assertIn("int timer_c = 30;", open(os.path.join(
             self.work, "src", "src", "timer.c")).read())
 
+    def test_crash_while_removing_the_old_tree_is_cleaned_up(self):
+        # A kill after the swap of out/src, while the old tree was being
+        # removed: out/src is whole and up to date, part of src.old is
+        # left. The next run, with nothing to apply, removes it.
+        self.assertOk(self.tool("apply"))
+        head = self.src_head()
+        old = os.path.join(self.work, "src.old")
+        write(os.path.join(old, "src", "timer.c"), "int half;\n")
+        self.assertOk(self.tool("apply"))
+        self.assertEqual(self.src_head(), head)
+        self.assertFalse(os.path.lexists(old))
+
     def test_local_commits_are_not_lost(self):
         self.assertOk(self.tool("apply"))
         src = os.path.join(self.work, "src")
