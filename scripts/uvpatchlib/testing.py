@@ -27,6 +27,11 @@ from .fsutil import Lock, remove_tree, write_atomic
 CASE_TIMEOUT = 60
 SANITIZED = ("asan", "ubsan", "tsan")
 LIBUV_TEST_TIMEOUT = 120
+# A libuv test that fails patched is run this many times more before it
+# counts as failed. Under Wine some of libuv's tests fail now and then on
+# the base as well (watcher_cross_stop: 2 of 12 runs patched, 1 of 12 on
+# the base, at 14:50 UTC on 2026-12-03); a regression fails every time.
+LIBUV_RERUNS = 5
 # libuv's runner exits with TEST_SKIP (7) for a skipped test.
 LIBUV_SKIP_STATUS = 7
 # libuv's own tests that the default run takes: those of the code the
@@ -559,7 +564,12 @@ def _run_libuv(patched, base, runner, tally, everything):
         if status != "FAIL":
             tally.result(status, name, why)
             continue
-        again, _ = libuv_run(runner, patched, test)
+        runs = 1
+        again = status
+        while again == "FAIL" and runs <= LIBUV_RERUNS:
+            again, _ = libuv_run(runner, patched, test)
+            runs += 1
+        failed = runs - (again != "FAIL")
         if test not in base_tests.get():
             tally.result("FAIL", name, why + " (new test of the series)")
             continue
@@ -568,10 +578,12 @@ def _run_libuv(patched, base, runner, tally, everything):
             tally.result("SKIP", name, "fails on the unpatched base too: "
                          + base_why)
         elif again != "FAIL":
-            tally.result("SKIP", name, "flaky: failed (%s), then passed on "
-                         "a rerun; passes on the base" % why)
+            tally.result("SKIP", name, "flaky: failed %d of %d runs (%s), "
+                         "then passed; passes on the base"
+                         % (failed, runs, why))
         else:
-            tally.result("FAIL", name, why + " (passes on the base)")
+            tally.result("FAIL", name, "%s (failed all %d runs; passes on "
+                         "the base)" % (why, runs))
 
 
 def windows_unavailable():

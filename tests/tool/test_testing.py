@@ -130,3 +130,61 @@ class ResultLinesTest(unittest.TestCase):
                          (1, 1, 1))
         self.assertEqual(tally.failures, ["tool b"])
         self.assertIn("FAIL tool b: boom", printed.getvalue())
+
+
+class LibuvRerunTest(unittest.TestCase):
+    """How a libuv test that fails patched is judged: rerun, then the
+    base."""
+
+    class Variant:
+        def __init__(self, name):
+            self.name = name
+            self.target = "windows"
+            self.config = "Release"
+
+    class Runner:
+        isolated = True
+
+        def may_run(self, test):
+            return None
+
+    def judge(self, patched_runs, base_result):
+        """patched_runs: the results of the patched runs in order."""
+        patched = self.Variant("patched")
+        base = self.Variant("base")
+        calls = {"patched": 0, "base": 0}
+
+        def fake_run(runner, variant, test):
+            calls[variant.name] += 1
+            if variant.name == "base":
+                return base_result, "base why"
+            return patched_runs[calls["patched"] - 1], "exit status 255"
+
+        tally = testing.Tally()
+        saved = testing.libuv_run, testing._libuv_tests
+        testing.libuv_run = fake_run
+        testing._libuv_tests = lambda runner, variant: ["udp_x"]
+        try:
+            with contextlib.redirect_stdout(io.StringIO()) as out:
+                testing._run_libuv(patched, base, self.Runner(), tally,
+                                   True)
+        finally:
+            testing.libuv_run, testing._libuv_tests = saved
+        return tally, out.getvalue(), calls
+
+    def test_fails_every_run_and_passes_on_the_base(self):
+        tally, out, calls = self.judge(["FAIL"] * 6, "PASS")
+        self.assertEqual(tally.failed, 1)
+        self.assertEqual(calls["patched"], 1 + testing.LIBUV_RERUNS)
+        self.assertIn("failed all 6 runs; passes on the base", out)
+
+    def test_passes_on_a_later_rerun_is_flaky(self):
+        tally, out, calls = self.judge(["FAIL", "FAIL", "PASS"], "PASS")
+        self.assertEqual((tally.failed, tally.skipped), (0, 1))
+        self.assertEqual(calls["patched"], 3)
+        self.assertIn("flaky: failed 2 of 3 runs (exit status 255)", out)
+
+    def test_fails_on_the_base_too(self):
+        tally, out, _ = self.judge(["FAIL"] * 6, "FAIL")
+        self.assertEqual((tally.failed, tally.skipped), (0, 1))
+        self.assertIn("fails on the unpatched base too: base why", out)
