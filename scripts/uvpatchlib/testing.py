@@ -564,12 +564,6 @@ def _run_libuv(patched, base, runner, tally, everything):
         if status != "FAIL":
             tally.result(status, name, why)
             continue
-        runs = 1
-        again = status
-        while again == "FAIL" and runs <= LIBUV_RERUNS:
-            again, _ = libuv_run(runner, patched, test)
-            runs += 1
-        failed = runs - (again != "FAIL")
         if test not in base_tests.get():
             tally.result("FAIL", name, why + " (new test of the series)")
             continue
@@ -577,7 +571,15 @@ def _run_libuv(patched, base, runner, tally, everything):
         if base_status == "FAIL":
             tally.result("SKIP", name, "fails on the unpatched base too: "
                          + base_why)
-        elif again != "FAIL":
+            continue
+        # Only a test that passes on the base is worth the reruns.
+        runs = 1
+        again = status
+        while again == "FAIL" and runs <= LIBUV_RERUNS:
+            again, _ = libuv_run(runner, patched, test)
+            runs += 1
+        failed = runs - (again != "FAIL")
+        if again != "FAIL":
             tally.result("SKIP", name, "flaky: failed %d of %d runs (%s), "
                          "then passed; passes on the base"
                          % (failed, runs, why))

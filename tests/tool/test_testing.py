@@ -185,6 +185,8 @@ class LibuvRerunTest(unittest.TestCase):
         self.assertIn("flaky: failed 2 of 3 runs (exit status 255)", out)
 
     def test_fails_on_the_base_too(self):
-        tally, out, _ = self.judge(["FAIL"] * 6, "FAIL")
+        tally, out, calls = self.judge(["FAIL"] * 6, "FAIL")
         self.assertEqual((tally.failed, tally.skipped), (0, 1))
+        # No reruns: the base already says the failure is not the series'.
+        self.assertEqual(calls["patched"], 1)
         self.assertIn("fails on the unpatched base too: base why", out)
