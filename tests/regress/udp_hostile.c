@@ -611,13 +611,20 @@ static int icmp_flood_case(int chunks) {
   if (hc.bad_reports != 0)
     FAIL("%ld of %ld reports with nread other than UV_ECONNREFUSED, the "
          "first %ld", hc.bad_reports, hc.reports, hc.first_bad_report);
-  /* With IP_RECVERR set, every socket error the kernel sets has its
-   * report on the error queue: a plain error is a duplicate.
+  /* Each send to the closed port elicits at most one ICMP error, passed
+   * once: as its report, or, when the kernel had no receive buffer room to
+   * queue the report (a loop slower than the flood, as under valgrind),
+   * as the plain socket error that the same ICMP error set.
    */
-  if (hc.plain_errors != 0)
-    FAIL("%ld plain errors (first %s) beside %ld reports: duplicates of "
-         "reports", hc.plain_errors,
-         uv_err_name((int) hc.first_plain_error), hc.reports);
+  if ((unsigned long) (hc.reports + hc.plain_errors) > rep->sent)
+    FAIL("%ld reports and %ld plain errors for %lu sends to a closed "
+         "port: some errors were passed twice", hc.reports,
+         hc.plain_errors, rep->sent);
+  CHECK_TIMING(hc.plain_errors == 0,
+               "%ld plain errors (first %s) beside %ld reports: reports "
+               "the kernel could not queue", hc.plain_errors,
+               hc.plain_errors ? uv_err_name((int) hc.first_plain_error)
+                               : "-", hc.reports);
   if (hc.max_reports_iter > BUDGET)
     FAIL("%ld reports in one loop iteration, budget %d",
          hc.max_reports_iter, BUDGET);
