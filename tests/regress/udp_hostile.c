@@ -613,18 +613,14 @@ static int icmp_flood_case(int chunks) {
          "first %ld", hc.bad_reports, hc.reports, hc.first_bad_report);
   /* Each send to the closed port elicits at most one ICMP error, passed
    * once: as its report, or, when the kernel had no receive buffer room to
-   * queue the report (a loop slower than the flood, as under valgrind),
-   * as the plain socket error that the same ICMP error set.
+   * queue the report (a loop slower than the flood), as the plain socket
+   * error that the same ICMP error set. The line above prints how many
+   * plain errors there were.
    */
   if ((unsigned long) (hc.reports + hc.plain_errors) > rep->sent)
     FAIL("%ld reports and %ld plain errors for %lu sends to a closed "
          "port: some errors were passed twice", hc.reports,
          hc.plain_errors, rep->sent);
-  CHECK_TIMING(hc.plain_errors == 0,
-               "%ld plain errors (first %s) beside %ld reports: reports "
-               "the kernel could not queue", hc.plain_errors,
-               hc.plain_errors ? uv_err_name((int) hc.first_plain_error)
-                               : "-", hc.reports);
   if (hc.max_reports_iter > BUDGET)
     FAIL("%ld reports in one loop iteration, budget %d",
          hc.max_reports_iter, BUDGET);
