@@ -41,6 +41,17 @@
  * no crash. Whether the patched tree is no worse than upstream's unpatched
  * tree is for the reader of the JSON lines of both.
  *
+ * What some cases allow. Stop: in recvmmsg mode, the rest of the batch
+ * that uv_udp_recv_stop() cut short, read from the socket and never
+ * handed over (upstream's rule, the same for datagrams); everything else
+ * comes once recv_start runs again. Close: only what comes before and
+ * after uv_close() is judged; the first callback must be the report.
+ * ENOMEM: that error once in recv_cb, and every report after it. Flood:
+ * the receive buffer holds every report, so reports handed over plus
+ * those left queued equal the ICMP errors; a plain ECONNREFUSED that
+ * libuv passes on after finding the error queue empty is counted
+ * ("plain_errors_no_report"), not judged (see refused_state).
+ *
  * Each case runs in a private network namespace when it can (root, or
  * unprivileged user namespaces), so that nobody else's traffic shares the
  * ICMP rate limit. The flood and the send-only cases keep the limits that
