@@ -611,16 +611,16 @@ static int icmp_flood_case(int chunks) {
   if (hc.bad_reports != 0)
     FAIL("%ld of %ld reports with nread other than UV_ECONNREFUSED, the "
          "first %ld", hc.bad_reports, hc.reports, hc.first_bad_report);
-  /* Each send to the closed port elicits at most one ICMP error, passed
-   * once: as its report, or, when the kernel had no receive buffer room to
-   * queue the report (a loop slower than the flood), as the plain socket
-   * error that the same ICMP error set. The line above prints how many
-   * plain errors there were.
+  /* Each ICMP error is passed once: as its report or, when the kernel had
+   * no buffer room to queue the report, as the plain socket error. The
+   * kernel queues a report before it sets the socket error, so a loop that
+   * takes the report in between can still see that error alone, rarely;
+   * a duplicate of every report (upstream) is thousands.
    */
-  if ((unsigned long) (hc.reports + hc.plain_errors) > rep->sent)
-    FAIL("%ld reports and %ld plain errors for %lu sends to a closed "
-         "port: some errors were passed twice", hc.reports,
-         hc.plain_errors, rep->sent);
+  if (hc.plain_errors > 10 + hc.reports / 1000)
+    FAIL("%ld plain errors (first %s) beside %ld reports: duplicates of "
+         "reports", hc.plain_errors,
+         uv_err_name((int) hc.first_plain_error), hc.reports);
   if (hc.max_reports_iter > BUDGET)
     FAIL("%ld reports in one loop iteration, budget %d",
          hc.max_reports_iter, BUDGET);
