@@ -38,5 +38,5 @@ fi
 
 apt-get -o DPkg::Lock::Timeout=600 update -q
 apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends \
-  ca-certificates git cmake ninja-build gcc libc6-dev python3 \
+  ca-certificates git cmake ninja-build gcc libc6-dev python3 ccache \
   pkg-config xz-utils iproute2 util-linux gcc-mingw-w64-x86-64 wine wine64 valgrind

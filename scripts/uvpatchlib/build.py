@@ -121,9 +121,36 @@ class Variant:
                            status=EXIT_FAILURE)
 
 
+# The checkout this tool runs from: ccache's base directory.
+_CHECKOUT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+
+
+def _ccache():
+    """ccache, where installed and not turned off (UVPATCH_CCACHE=0): the
+    many builds of near-identical trees (bases, series prefixes, patched
+    and base) share their objects."""
+    if os.environ.get("UVPATCH_CCACHE") == "0":
+        return None
+    return shutil.which("ccache")
+
+
+def _ccache_env(build_dir):
+    """Paths relative to the checkout, and no build folder in the hash, so
+    a fresh clone (as CI's) hits what an earlier one compiled."""
+    base = os.path.commonpath([_CHECKOUT, os.path.abspath(build_dir)])
+    env = {"CCACHE_NOHASHDIR": "1"}
+    if base != os.path.dirname(base):  # not the file system's root
+        env["CCACHE_BASEDIR"] = base
+    return env
+
+
 def _common_args(variant):
     cfg = CONFIGS[variant.config]
     args = ["-G", "Ninja", "-DCMAKE_BUILD_TYPE=" + cfg["build_type"]]
+    launcher = _ccache()
+    if launcher:
+        args.append("-DCMAKE_C_COMPILER_LAUNCHER=" + launcher)
     if cfg["cflags"]:
         args += ["-DCMAKE_C_FLAGS=" + cfg["cflags"],
                  "-DCMAKE_EXE_LINKER_FLAGS=" + cfg["cflags"]]
@@ -154,6 +181,7 @@ def _configure(source, build_dir, args):
 
 def _ninja(build_dir, targets=()):
     res = proc.run(["ninja", "-C", build_dir] + list(targets),
+                   env=_ccache_env(build_dir) if _ccache() else None,
                    capture=True, check=False, what="ninja")
     if res.returncode != 0:
         tail = "\n".join((res.stdout + res.stderr).strip()
