@@ -21,6 +21,17 @@ _FIX_START = re.compile(
     r"Handle|Return|Keep|Move|Avoid|Call|Reset|Clamp|Set|Teach|Let)\b")
 _TEST_IMPL = re.compile(r"^\+TEST_IMPL\((\w+)\)")
 _DIFF = re.compile(r"^diff --git a/(\S+) b/(\S+)$")
+# libuv names a commit, an issue or a pull request in a trailer by its
+# URL (https://github.com/libuv/libuv/commit/HASH, .../issues/N,
+# .../pull/N): a bare hash is not a link on GitHub, and a short one can
+# become ambiguous.
+_REF_TRAILER = re.compile(r"^(Fixes|Refs):\s*(.*)$", re.I)
+_URL = re.compile(r"^https?://\S+$")
+# This project's tool: upstream's history and reviewers have no use for
+# it. The fork's own sign-off is replaced on the way out, so it is not
+# looked at.
+_TOOL = re.compile(r"[\w./-]*uvpatch[\w./-]*", re.I)
+_SIGNED_OFF = re.compile(r"^Signed-off-by: ", re.I)
 
 
 def clean_message(lines):
@@ -34,6 +45,40 @@ def clean_message(lines):
     while out and out[-1].strip() == "":
         out.pop()
     return out
+
+
+def trailer_problems(lines):
+    """Fixes:/Refs: trailers of ``lines`` that are not a URL, as
+    sentences."""
+    problems = []
+    for line in lines:
+        m = _REF_TRAILER.match(line)
+        if m and not _URL.match(m.group(2).strip()):
+            problems.append(
+                "'%s' is not a URL: libuv writes %s: https://github.com/"
+                "libuv/libuv/commit/<full hash> (or .../issues/N, "
+                ".../pull/N)" % (line.strip(), m.group(1)))
+    return problems
+
+
+def tool_names(text):
+    """The words of ``text`` that name this project's tool."""
+    return sorted(set(_TOOL.findall(text)))
+
+
+def upstream_problems(subject, body):
+    """What keeps a message of our own from going upstream as it is: a
+    trailer in a form libuv does not use, a word about this project's
+    tool. ``body``: the message lines as in the patch file (its DEP-3
+    fields and sign-off are replaced on the way out, so they do not
+    count)."""
+    lines = [ln for ln in clean_message(body) if not _SIGNED_OFF.match(ln)]
+    problems = trailer_problems(lines)
+    named = tool_names("\n".join([subject] + lines))
+    if named:
+        problems.append("names this project's tool (%s): upstream's "
+                        "history has no use for it" % ", ".join(named))
+    return problems
 
 
 def clean_patch(text, body):
