@@ -246,3 +246,121 @@ class PrTextTest(unittest.TestCase):
                  "--- a/test/test-a.c\n+++ b/test/test-a.c\n")
         md = prtext.pull_request("x: y", ["It broke."], patch, "base")
         self.assertIn("changes the tests in `test/test-a.c`", md)
+
+class HelpersTest(unittest.TestCase):
+    def test_upstream_body_signed_off_once_by_the_sender(self):
+        body = MESSAGE.split("\n")[2:] + ["Signed-off-by: Other <o@x>"]
+        got = prtext.upstream_body(body, "Ada <ada@invalid>")
+        self.assertEqual(got[-3:], [
+            "Fixes: https://example.invalid/libuv/issues/1",
+            "Refs: https://example.invalid/libuv/pull/2",
+            "Signed-off-by: Ada <ada@invalid>"])
+        self.assertEqual(sum(ln.startswith("Signed-off-by") for ln in got),
+                         1)
+        self.assertFalse(any(ln.startswith(("Upstream-Status", "Forwarded"))
+                             for ln in got))
+        # No trailer paragraph: the sign-off gets one of its own.
+        self.assertEqual(prtext.upstream_body(["It broke.", "",
+                                               "Fix it."], "A <a@b>"),
+                         ["It broke.", "", "Fix it.", "",
+                          "Signed-off-by: A <a@b>"])
+
+    def test_related_pull_request_cited(self):
+        body = ["It broke.", "", "Convert it first. The open pull request",
+                "5243 fixes the same line; either can land. Unrelated 52430.",
+                "", "Refs: https://github.com/libuv/libuv/pull/5243",
+                "Refs: https://github.com/golang/go/issues/44343"]
+        self.assertEqual(prtext.related(body), [
+            "#5243 (pull request, Refs): The open pull request 5243 fixes "
+            "the same line; either can land."])
+
+
+DIFF_ADD = """diff --git a/test/test-a.c b/test/test-a.c
+new file mode 100644
+--- /dev/null
++++ b/test/test-a.c
+@@ -0,0 +1,4 @@
++TEST_IMPL(a_one) {
++  return 0;
++}
++TEST_IMPL(a_two) {
+"""
+B_FILE = """static int helper(void) {
+  return 1;
+}
+
+TEST_IMPL(b_one) {
+  return helper();
+}
+
+TEST_IMPL(b_two) {
+  return 0;
+}
+"""
+
+
+class OwnTestsTest(unittest.TestCase):
+    def test_added(self):
+        self.assertEqual(prtext.own_tests(DIFF_ADD, lambda p: None), [
+            ("test/test-a.c", "a_one"), ("test/test-a.c", "a_two")])
+
+    def diff_b(self, new_line, old="  return 0;", new="  return 2;"):
+        return ("diff --git a/test/test-b.c b/test/test-b.c\n"
+                "--- a/test/test-b.c\n+++ b/test/test-b.c\n"
+                "@@ -%d,3 +%d,3 @@\n ctx\n-%s\n+%s\n ctx\n"
+                % (new_line - 1, new_line - 1, old, new))
+
+    def test_changed_body_only(self):
+        got = prtext.own_tests(self.diff_b(10), lambda p: B_FILE)
+        self.assertEqual(got, [("test/test-b.c", "b_two")])
+
+    def test_changed_helper_counts_for_all(self):
+        got = prtext.own_tests(self.diff_b(2), lambda p: B_FILE)
+        self.assertEqual(got, [("test/test-b.c", "b_one"),
+                               ("test/test-b.c", "b_two")])
+
+    def test_not_a_test_file(self):
+        diff = self.diff_b(10).replace("test/test-b.c", "src/b.c")
+        self.assertEqual(prtext.own_tests(diff, lambda p: B_FILE), [])
+
+
+class TestPartTest(unittest.TestCase):
+    DIFF = """diff --git a/CMakeLists.txt b/CMakeLists.txt
+index 1..2 100644
+--- a/CMakeLists.txt
++++ b/CMakeLists.txt
+@@ -10,2 +10,3 @@
+   src/a.c
++  src/new.c
+   src/b.c
+@@ -50,2 +51,3 @@
+   test/test-a.c
++  test/test-new.c
+   test/test-b.c
+diff --git a/src/unix/udp.c b/src/unix/udp.c
+--- a/src/unix/udp.c
++++ b/src/unix/udp.c
+@@ -1 +1 @@
+-int a;
++int b;
+diff --git a/test/test-new.c b/test/test-new.c
+new file mode 100644
+--- /dev/null
++++ b/test/test-new.c
+@@ -0,0 +1 @@
++TEST_IMPL(n) {
+"""
+
+    def test_tests_and_their_build_entries_only(self):
+        got = prtext.test_part(self.DIFF)
+        self.assertIn("+  test/test-new.c", got)
+        self.assertNotIn("src/new.c", got)
+        self.assertNotIn("udp.c", got)
+        self.assertIn("+TEST_IMPL(n) {", got)
+        self.assertEqual(got.count("diff --git a/CMakeLists.txt"), 1)
+        self.assertTrue(got.startswith("diff --git a/CMakeLists.txt"))
+
+    def test_nothing_of_tests(self):
+        self.assertEqual(prtext.test_part(self.DIFF.split(
+            "diff --git a/test/")[0].replace("test/test-new.c",
+                                             "src/x.c")), "")
