@@ -4,7 +4,7 @@ import unittest
 
 from fixture import World, git, write, UPSTREAM_FILES
 
-from uvpatchlib import prtext
+from uvpatchlib import prcheck, prtext
 
 CORE = UPSTREAM_FILES["src/core.c"]
 TEST_FILE = """#include "uv.h"
@@ -364,3 +364,19 @@ new file mode 100644
         self.assertEqual(prtext.test_part(self.DIFF.split(
             "diff --git a/test/")[0].replace("test/test-new.c",
                                              "src/x.c")), "")
+
+
+class TargetsTest(unittest.TestCase):
+    def test_where_the_code_runs(self):
+        t = prcheck.targets_of
+        win = ["src/win/core.c", "src/uv-common.h", "CMakeLists.txt",
+               "test/test-timer-precision.c", "docs/src/timer.rst"]
+        self.assertEqual(t(win, {"windows"}, "linux"), ["windows"])
+        self.assertEqual(t(win, set(), "linux"), ["windows"])
+        self.assertEqual(t(["src/unix/udp.c", "test/t.c"], {"unix"},
+                           "linux"), ["linux"])
+        self.assertEqual(t(["src/uv-common.c"], set(), "linux"), ["linux"])
+        self.assertEqual(t(["src/win/core.c", "src/unix/core.c"], set(),
+                           "linux"), ["linux", "windows"])
+        self.assertEqual(t(["include/uv/unix.h"], set(), "linux"),
+                         ["linux"])
