@@ -349,62 +349,52 @@ def results_text(blocks):
     return text
 
 
-def added_tests(patch_text):
-    """[(file, test name)] of the TEST_IMPLs the patch adds under test/."""
-    found = []
-    for path, line in _by_file(patch_text):
-        m = line.startswith("+") and _TEST_IMPL.match(line[1:])
-        if m and path.startswith("test/"):
-            found.append((path, m.group(1)))
-    return found
+def _reproduce(tests, base_label, base_ref, revert, system, stacked):
+    if not tests:
+        return ["The change adds or changes none of libuv's tests; the "
+                "defect is described above (on %s)." % base_label, ""]
+    names = [n for _, n in tests]
+    files = sorted({f for f, _ in tests})
+    text = ["The change comes with its tests: %s (in %s). %s, on %s with "
+            "the change:" % (", ".join("`%s`" % n for n in names),
+                             ", ".join("`%s`" % f for f in files),
+                             "On " + system if system else "Build",
+                             base_label),
+            "", "```sh", "cmake -B build -DBUILD_TESTING=ON",
+            "cmake --build build"]
+    text += ["build/uv_run_tests_a %s" % n for n in names]
+    text += ["```", ""]
+    if revert:
+        text += ["To see them fail without %s, keep the tests, put back "
+                 "the unpatched sources, rebuild and run them again:"
+                 % ("the changes of this branch" if stacked else "the fix"),
+                 "", "```sh",
+                 "git checkout %s -- %s" % (base_ref, " ".join(revert)),
+                 "cmake --build build", "```", ""]
+    return text
 
 
-def changed_tests(patch_text):
-    """The files under test/ that the patch changes but does not add."""
-    found = []
-    for path, line in _by_file(patch_text):
-        if line.startswith("--- a/test/") and path.endswith(".c") and \
-                path not in found:
-            found.append(path)
-    return found
+def pull_request(subject, body, base_label, tests=(), depends=(),
+                 results=None, base_ref=None, revert=(), system=None):
+    """The Markdown description of one patch's pull request.
 
-
-def _evidence_text(evidence):
-    command, when, lines = evidence
-    if not lines:
-        return ["The regression programs of the series that carries this "
-                "patch show it base vs patched: `%s` (no run of it was "
-                "found here to quote)." % command, ""]
-    text = ["What the series' regression programs gave, unpatched vs "
-            "patched, run by `%s` (%s):" % (command, "; ".join(when)), ""]
-    text += ["| case | unpatched | patched |", "|---|---|---|"]
-    for target, case, got in lines:
-        def cell(status, notes, why=""):
-            said = "; ".join(notes) or why
-            return ("%s: %s" % (status.lower(), said) if said
-                    else status.lower()).replace("|", "/")[:300]
-        text.append("| `%s` (%s) | %s | %s |" % (
-            case, target,
-            cell(got["base"], got["base_notes"], got.get("base_why", "")),
-            cell(got["patched"], got["patched_notes"])))
-    return text + [""]
-
-
-def pull_request(subject, body, patch_text, base_label, depends=(),
-                 evidence=None):
-    """The Markdown description of one patch's pull request; ``depends``:
-    the subjects of the changes it builds on; ``evidence``: what the
-    series' own regression programs gave, as upstream._evidence makes it."""
+    ``tests``: [(file, name)] of the change's own tests; ``depends``: the
+    subjects of the changes it builds on; ``results``: what its tests
+    gave (see results_text; None: not run); ``revert``: the source files
+    to check out from ``base_ref`` to see the tests fail; ``system``:
+    where the change's code runs when that is one system ("Windows")."""
     while body and not body[0].strip():
         body = body[1:]
     part = sections(body)
     text = ["# " + subject, ""]
     if depends:
-        text += ["This builds on %s, which %s first (the branch holds "
-                 "%s too):" % ("another change" if len(depends) == 1
-                               else "other changes",
-                               "goes" if len(depends) == 1 else "go",
-                               "it" if len(depends) == 1 else "them"), ""]
+        one = len(depends) == 1
+        text += ["This builds on %s, whose pull request%s go%s first; %s "
+                 "first on this branch too, so that this one applies:"
+                 % ("another change" if one else "other changes",
+                    "" if one else "s", "es" if one else "",
+                    "its commit comes" if one else "their commits come"),
+                 ""]
         text += ["- " + d for d in depends] + [""]
     text += ["## The defect", "", _join(part["defect"]) or subject, ""]
     text += ["## The fix", "",
@@ -416,32 +406,14 @@ def pull_request(subject, body, patch_text, base_label, depends=(),
                 text += [_markdown_table(para), ""]
             else:
                 text += [" ".join(ln.strip() for ln in para), ""]
+    links = related(body)
+    if links:
+        text += ["## Related", ""] + ["- " + ln for ln in links] + [""]
     text += ["## How to reproduce", ""]
-    tests = added_tests(patch_text)
-    changed = changed_tests(patch_text)
+    text += _reproduce(list(tests), base_label, base_ref, list(revert),
+                       system, bool(depends))
     if tests:
-        names = sorted({name for _, name in tests})
-        files = sorted({f for f, _ in tests})
-        text += ["The patch adds the test%s %s (in %s). Build the test "
-                 "runner and run %s before and after the change (on %s):"
-                 % ("s" if len(names) > 1 else "",
-                    ", ".join("`%s`" % n for n in names),
-                    ", ".join("`%s`" % f for f in files),
-                    "them" if len(names) > 1 else "it", base_label), "",
-                 "```sh",
-                 "cmake -B build -DBUILD_TESTING=ON",
-                 "cmake --build build"]
-        text += ["build/uv_run_tests_a %s" % n for n in names]
-        text += ["```", ""]
-    elif changed:
-        text += ["The patch changes the tests in %s so that they check "
-                 "the fix; run them before and after the change (on %s)."
-                 % (", ".join("`%s`" % f for f in changed), base_label), ""]
-    else:
-        text += ["The patch adds no test to libuv's suite; the defect is "
-                 "described above (on %s)." % base_label, ""]
-    if evidence is not None:
-        text += _evidence_text(evidence)
+        text += ["## What the tests show", ""] + results_text(results)
     refs = [ln for ln in part["trailers"] if _KEEP_IN_PR.match(ln)]
     if refs:
         text += ["- " + ln for ln in refs] + [""]
