@@ -91,10 +91,14 @@ class UpstreamTest(World):
             self.assertIn("Signed-off-by: Ada Lovelace <ada@invalid>", got)
 
     def test_bad_author_refused(self):
-        for bad in ("Ada Lovelace", "<ada@invalid>", "Ada <ada>",
-                    "uvpatch <x@invalid>"):
+        for bad, why in (("Ada Lovelace", "is not 'Name <email>'"),
+                         ("<ada@invalid>", "is not 'Name <email>'"),
+                         ("Ada <ada>", "is not 'Name <email>'"),
+                         ("uvpatch <x@invalid>", "names this project's "
+                                                 "tool")):
             res = self.tool("upstream", "--author", bad, self.dest)
-            self.assertFails(res, "--author")
+            self.assertFails(res, why)
+            self.assertEqual(res.returncode, 2)
             self.assertFalse(os.path.exists(self.dest))
 
     def test_sender_from_global_git_config(self):
