@@ -204,56 +204,81 @@ class Checker:
             rows.append((status, self._clean(why)))
         return rows
 
-    def check(self, branch):
-        started = time.time()
-        label = "upstream %s %s" % (branch.name, self.target)
-        programs = {p.split("/", 1)[0] for p in branch.proofs} \
-            if self.target == "windows" else set()
+    def check(self, branches):
+        """Every branch patched, then every one unpatched: the sources a
+        patch changes (a header all of libuv includes) flip twice in all,
+        not twice per branch."""
+        states = [(b, self._patched(b)) for b in branches]
+        for branch, state in states:
+            if state is not None:
+                self._unpatched(branch, state)
+                self._finish(branch, state)
+
+    def _patched(self, branch):
+        """Builds and runs the branch; None when it does not build."""
+        state = {"started": time.time(), "notes": [], "bad": [],
+                 "programs": {p.split("/", 1)[0] for p in branch.proofs}
+                 if self.target == "windows" else set()}
         try:
-            patched = self._build(branch.commit, programs)
+            patched = self._build(branch.commit, state["programs"])
         except UvPatchError as e:
             branch.failures.append("%s: does not build" % self.target)
-            self.report("FAIL", label, "does not build on its own: "
+            self.report("FAIL", "upstream %s %s" % (branch.name, self.target),
+                        "does not build on its own: "
                         + self._clean(_first_error(e)))
-            return
-        compiler = _compiler(patched)
+            return None
+        state["compiler"] = _compiler(patched)
         listed = set(_libuv_tests(self.runner, patched))
-        after = self._run(patched, branch.tests, listed, rerun=True)
-        bad = ["%s: its test %s fails: %s" % (self.target, name, why)
-               for name, (status, why) in zip(branch.tests, after)
-               if status == "FAIL"]
-        notes = []
+        state["after"] = self._run(patched, branch.tests, listed, rerun=True)
+        state["bad"] += ["%s: its test %s fails: %s" % (self.target, name,
+                                                        why)
+                         for name, (status, why) in zip(branch.tests,
+                                                        state["after"])
+                         if status == "FAIL"]
         if self.target == "windows":
-            proofs_after = [run_case(self.runner, patched, *name.split(
-                "/", 1)) for name in branch.proofs]
+            state["proofs"] = [run_case(self.runner, patched,
+                                        *name.split("/", 1))
+                               for name in branch.proofs]
         else:
-            summary, extra, more = self._udp(patched, listed)
-            notes.append(summary)
-            bad += more
-        # The same tree and build, moved back to the base with only the
-        # branch's tests.
-        before, note, unpatched = None, None, None
+            summary, state["extra"], more = self._udp(patched, listed)
+            state["notes"].append(summary)
+            state["bad"] += more
+        state["elapsed"] = time.time() - state["started"]
+        return state
+
+    def _unpatched(self, branch, state):
+        """The same tree and build, on the base with only the branch's
+        tests."""
+        started = time.time()
+        state["before"], state["note"], unpatched = None, None, None
         commit, why = self.tree.tests_only(self.base, branch.commit)
         if commit is None:
-            note = why
+            state["note"] = why
         else:
             try:
-                unpatched = self._build(commit, programs)
-                before = self._run(unpatched, branch.tests, set(
+                unpatched = self._build(commit, state["programs"])
+                state["before"] = self._run(unpatched, branch.tests, set(
                     _libuv_tests(self.runner, unpatched)), rerun=False)
             except UvPatchError as e:
-                note = "they do not build there: " + self._clean(
+                state["note"] = "they do not build there: " + self._clean(
                     _first_error(e))
         if self.target == "windows":
-            extra, more = self._proofs(branch, proofs_after, unpatched)
-            bad += more
-        said = self._said(branch, after, before, note)
-        block = self._block(branch, compiler, after, before, note)
-        block["notes"] += notes
+            state["extra"], more = self._proofs(branch, state["proofs"],
+                                                unpatched)
+            state["bad"] += more
+        state["elapsed"] += time.time() - started
+
+    def _finish(self, branch, state):
+        after, before, note = state["after"], state["before"], state["note"]
+        block = self._block(branch, state["compiler"], after, before, note)
+        block["notes"] += state["notes"]
         branch.results.append(block)
-        branch.failures.extend(bad)
-        self.report("FAIL" if bad else "PASS", label, "%s; %s (%d s)" % (
-            said, extra, time.time() - started))
+        branch.failures.extend(state["bad"])
+        self.report("FAIL" if state["bad"] else "PASS",
+                    "upstream %s %s" % (branch.name, self.target),
+                    "%s; %s (%d s)" % (self._said(branch, after, before,
+                                                  note),
+                                       state["extra"], state["elapsed"]))
 
     def _said(self, branch, after, before, note):
         if not branch.tests:
@@ -354,8 +379,7 @@ def verify(manifest, out, repo, base, branches, report):
         checker = Checker(manifest, out, repo, base, target, report)
         checker.runner.start()
         try:
-            for b in mine:
-                checker.check(b)
+            checker.check(mine)
         finally:
             checker.runner.stop()
     return sum(1 for b in branches if b.failures)
