@@ -1,4 +1,5 @@
 import os
+import shutil
 import socket
 import unittest
 
@@ -517,3 +518,130 @@ class TargetsTest(unittest.TestCase):
                            "linux"), ["linux", "windows"])
         self.assertEqual(t(["include/uv/unix.h"], set(), "linux"),
                          ["linux"])
+
+
+# A libuv in small that CMake builds: its static library and a test
+# runner that lists its tests and runs one by name, as libuv's does.
+FAKE_CMAKE = """cmake_minimum_required(VERSION 3.13)
+project(fakeuv C)
+add_library(uv_a STATIC src/core.c src/timer.c)
+add_executable(uv_run_tests_a test/run.c
+  test/test-udp.c
+  )
+target_link_libraries(uv_run_tests_a uv_a)
+"""
+FAKE_RUNNER = """#include <stdio.h>
+#include <string.h>
+#define TEST_DECLARE(name) int run_test_##name(void);
+#include "test-list.h"
+#undef TEST_DECLARE
+#define TEST_DECLARE(name) {#name, run_test_##name},
+static struct { const char* name; int (*fn)(void); } tests[] = {
+#include "test-list.h"
+  {NULL, NULL}};
+int main(int argc, char** argv) {
+  int i;
+  for (i = 0; tests[i].name; i++) {
+    if (strcmp(argv[1], "--list") == 0)
+      puts(tests[i].name);
+    else if (strcmp(argv[1], tests[i].name) == 0)
+      return tests[i].fn();
+  }
+  return strcmp(argv[1], "--list") == 0 ? 0 : 2;
+}
+"""
+TASK_H = "#define TEST_IMPL(name) int run_test_##name(void)\n"
+CORE_TEST = """#include <stdio.h>
+#include "task.h"
+extern int line5;
+
+TEST_IMPL(core_line5) {
+  if (line5 != 50)
+    fprintf(stderr, "Assertion failed in %s: line5 == %d\\n", __FILE__,
+            line5);
+  return line5 == 50 ? 0 : 1;
+}
+"""
+
+
+@unittest.skipUnless(shutil.which("cmake") and shutil.which("ninja") and
+                     shutil.which("cc"), "needs cmake, ninja and cc")
+class UpstreamCheckTest(World):
+    """upstream --check on a libuv in small: each branch built alone, its
+    own tests run unpatched and patched, the results in its text."""
+
+    def setUp(self):
+        super().setUp()
+        for name, text in (("CMakeLists.txt", FAKE_CMAKE),
+                           ("test/run.c", FAKE_RUNNER),
+                           ("test/task.h", TASK_H),
+                           ("test/test-list.h", "TEST_DECLARE(udp_fake)\n"),
+                           ("test/test-udp.c", '#include "task.h"\n\n'
+                            "TEST_IMPL(udp_fake) {\n  return 0;\n}\n")):
+            write(os.path.join(self.upstream, name), text)
+        git(["add", "-A"], self.upstream)
+        git(["commit", "-q", "-m", "buildable"], self.upstream)
+        self.commit = git(["rev-parse", "HEAD"], self.upstream).stdout.strip()
+        self.deps["upstream"]["commit"] = self.commit
+        self.deps["upstream"]["tree"] = git(
+            ["rev-parse", "HEAD^{tree}"], self.upstream).stdout.strip()
+        self.save_deps()
+        self.dest = os.path.join(self.tmp, "send")
+
+    def fix_with_test(self, number, value, subject):
+        core = CORE.replace("int line5 = 5;", "int line5 = %d;" % value)
+        return self.make_patch(number, "core-line5", {
+            "src/core.c": core,
+            "CMakeLists.txt": FAKE_CMAKE.replace(
+                "  test/test-udp.c\n", "  test/test-core.c\n"
+                "  test/test-udp.c\n"),
+            "test/test-list.h": "TEST_DECLARE(core_line5)\n"
+                                "TEST_DECLARE(udp_fake)\n",
+            "test/test-core.c": CORE_TEST}, subject=subject)
+
+    def test_own_tests_unpatched_and_patched(self):
+        self.fix_with_test(1, 50, "core: set line5\n\nIt was 5.\n\n"
+                                  "Set it to 50.\n")
+        self.make_patch(2, "timer-b", {"src/timer.c": "int timer_a = 1;\n"
+                                       "int timer_b = 20;\n"
+                                       "int timer_c = 3;\n"},
+                        subject="timer: set timer_b\n\nIt was 2.\n\n"
+                                "Use 20.\n")
+        res = self.tool("upstream", "--author", "Ada <ada@invalid>",
+                        "--check", self.dest)
+        self.assertOk(res)
+        self.assertIn("PASS upstream 01-core-line5 linux: builds alone; its "
+                      "1 test(s): 1 pass (unpatched: 1 fail); 1 UDP tests "
+                      "pass, 0 skip themselves", res.stdout)
+        self.assertIn("PASS upstream 02-timer-b linux: builds alone; it has "
+                      "no test of its own; 1 UDP tests pass", res.stdout)
+        md = read(self.dest, "01-core-line5.md")
+        self.assertIn("| `core_line5` | fail: exit status 1; Assertion "
+                      "failed in test/test-core.c: line5 == 5 | pass |", md)
+        self.assertIn("`uname -srm`", md)
+        self.assertIn("Unpatched: %s with only the test changes"
+                      % self.commit[:12], md)
+        self.assertIn("libuv's UDP tests on the branch: 1 pass", md)
+        self.assertNotIn("not run", md)
+        for local in (self.tmp, self.out):
+            self.assertNotIn(local, md)
+        self.assertEqual(prtext.tool_names(md), [])
+        # One tree and one build folder served both branches and sides.
+        builds = os.listdir(os.path.join(self.work, "build"))
+        self.assertEqual(builds, ["linux-pr-Release"])
+
+    def test_failing_own_test_fails_the_check(self):
+        # The "fix" sets 51: its own test fails on the branch.
+        self.fix_with_test(1, 51, "core: set line5\n\nIt was 5.\n\n"
+                                  "Set it to 51.\n")
+        res = self.tool("upstream", "--author", "Ada <ada@invalid>",
+                        "--check", self.dest)
+        self.assertFails(res, "1 branch(es) fail on their own")
+        self.assertIn("FAIL upstream 01-core-line5 linux: builds alone; its "
+                      "1 test(s): 1 fail", res.stdout)
+        # DEST is kept, and its text says what failed.
+        md = read(self.dest, "01-core-line5.md")
+        self.assertIn("| `core_line5` | fail: exit status 1; Assertion "
+                      "failed in test/test-core.c: line5 == 5 | fail: exit "
+                      "status 1; Assertion failed in test/test-core.c: "
+                      "line5 == 51 |", md)
