@@ -355,11 +355,11 @@ def _reproduce(tests, base_label, base_ref, revert, system, stacked):
                 "defect is described above (on %s)." % base_label, ""]
     names = [n for _, n in tests]
     files = sorted({f for f, _ in tests})
-    text = ["The change comes with its tests: %s (in %s). %s, on %s with "
-            "the change:" % (", ".join("`%s`" % n for n in names),
-                             ", ".join("`%s`" % f for f in files),
-                             "On " + system if system else "Build",
-                             base_label),
+    where = ("On %s, with" % system) if system else "With"
+    text = ["The change comes with its tests: %s (in %s). %s the change, "
+            "on %s:" % (", ".join("`%s`" % n for n in names),
+                        ", ".join("`%s`" % f for f in files), where,
+                        base_label),
             "", "```sh", "cmake -B build -DBUILD_TESTING=ON",
             "cmake --build build"]
     text += ["build/uv_run_tests_a %s" % n for n in names]

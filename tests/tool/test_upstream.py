@@ -408,7 +408,8 @@ class PrTextTest(unittest.TestCase):
                                  system="Windows", depends=["a: b"],
                                  base_ref="6179e7af8741",
                                  revert=["src/win/core.c"])
-        self.assertIn("On Windows, on libuv v1.x with the change:", md)
+        self.assertIn("(in `test/t.c`). On Windows, with the change, on "
+                      "libuv v1.x:", md)
         self.assertIn("without the changes of this branch", md)
         self.assertIn("git checkout 6179e7af8741 -- src/win/core.c", md)
 
