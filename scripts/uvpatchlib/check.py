@@ -2,8 +2,9 @@
 
 deps.json is valid and its hashes current (loading it checks that), every
 patch is in canonical form (refresh would not change it), its message
-follows libuv's rules and carries the DEP-3 and Upstream-Status fields,
-and the series applies exactly on its base.
+follows libuv's rules (a message of our own: subject, width, Fixes: and
+Refs: as URLs, no word about this tool) and carries the DEP-3 and
+Upstream-Status fields, and the series applies exactly on its base.
 """
 
 import os
@@ -15,6 +16,7 @@ from .apply import BASE_TAG, apply_series
 from .errors import UvPatchError
 from .manifest import UPSTREAM_STATUSES
 from .patchfile import Patch
+from .prtext import upstream_problems
 from .refresh import format_series
 
 SUBJECT_MAX = 50
@@ -73,6 +75,7 @@ def lint_message(name, text):
         required = ("Last-Update",)
     else:
         problems.extend(_style_problems(subject, body))
+        problems.extend(upstream_problems(subject, body))
         required = ("Forwarded", "Last-Update", "Signed-off-by")
     for field in required:
         if field not in fields:

@@ -170,18 +170,19 @@ def _add_rebase_options(p):
 
 
 def cmd_upstream(args, manifest):
-    from .upstream import prepare, verify
+    from .upstream import prepare
     with Lock(args.out, "upstream"):
-        dest = prepare(manifest, args.out, args.dest, onto=args.onto,
-                       source=args.source, wanted=args.patch or ())
-        failed = verify(manifest, args.out, dest, _print_result) \
-            if args.check else 0
+        dest, failed = prepare(manifest, args.out, args.dest, onto=args.onto,
+                               source=args.source, wanted=args.patch or (),
+                               author=args.author, check=args.check,
+                               report=_print_result)
     print(dest)
     if failed:
         raise UvPatchError("%d branch(es) fail on their own" % failed,
                            hint="each branch must build and pass alone: "
-                                "stack the patch on the one it needs, or "
-                                "fix it in out/<base>/src and refresh")
+                                "fix the patch in out/<base>/src and "
+                                "refresh; DEST holds the branches and says "
+                                "what failed")
 
 
 def _print_result(status, name, why):
@@ -260,8 +261,16 @@ COMMANDS = {
                            "(default: deps.json's git source)"),
                   lambda p: p.add_argument(
                       "--check", action="store_true",
-                      help="then build each branch on its own and run "
-                           "libuv's UDP tests there"),
+                      help="then build each branch on its own and test "
+                           "it where its code runs (Unix: libuv's UDP "
+                           "tests; Windows: mingw-w64 and Wine), and its "
+                           "own tests unpatched and patched; the texts "
+                           "quote the results"),
+                  lambda p: p.add_argument(
+                      "--author", metavar="'NAME <EMAIL>'",
+                      help="who authors and signs off the commits "
+                           "(default: git's user.name and user.email; "
+                           "without them the command refuses)"),
                   lambda p: p.add_argument(
                       "--patch", metavar="N", action="append",
                       help="only this patch (number or file name; "

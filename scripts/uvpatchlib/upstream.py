@@ -1,34 +1,40 @@
 """upstream: prepare patches for sending to libuv.
 
-DEST becomes a git repository holding the base (or --onto REF) and one
-branch `uvpatch/NNNN-slug` per chosen patch, each patch alone on the base,
-with its message cleaned of this fork's fields; next to the branches, an
-mbox and a pull-request description per patch. Nothing in them names this
-machine: no local path, no host name.
+DEST becomes a git repository holding the base (or --onto REF) as
+`pr/base` and one branch `pr/NN-slug` per chosen patch, NN its place in
+the order to send them: each branch holds the base and only the commits
+its patch needs (prstack decides which, by applying), authored and
+signed off by the sender. Next to the branches, an mbox and a
+pull-request description per patch (prtext). With --check every branch
+is built and tested on its own (prcheck), and the descriptions say what
+the patch's tests gave. Nothing in them names this machine (no local
+path, no host name) or this project's tool.
 """
 
-import json
 import os
 import re
 import socket
 import subprocess
 
-from . import gitref, proc
-from .apply import AM_IDENTITY, BASE_TAG, apply_series
-from .errors import UvPatchError, EXIT_APPLY, EXIT_STATE, EXIT_USAGE
+from . import gitref, proc, prstack
+from .apply import BASE_TAG, apply_series
+from .errors import (UvPatchError, EXIT_APPLY, EXIT_MANIFEST, EXIT_STATE,
+                     EXIT_USAGE)
 from .fsutil import remove_tree, write_atomic
 from .patchfile import Patch
-from .testing import results_path
-from .prtext import clean_message, clean_patch, pull_request
+from .prcheck import Branch, targets_of, verify
+from .prtext import (clean_message, clean_patch, code_lines, own_tests,
+                     pull_request, tool_names, upstream_body,
+                     upstream_problems)
 from .vendor import check_dest
 
-BASE_BRANCH = "uvpatch/base"
-# The author of the branches when git has no user.name/user.email.
-PLACEHOLDER = "Your Name <you@example.com>"
+PREFIX = "pr/"
+BASE_BRANCH = PREFIX + "base"
+OLD_BASE = "refs/prep/base"
 _FROM = re.compile(r"^From: .*$", re.M)
-_SIGNED = re.compile(r"^Signed-off-by: ")
-OLD_BASE = "refs/uvpatch-old/base"
-OLD_HEAD = "refs/uvpatch-old/head"
+_IDENTITY = re.compile(r"^([^<>\n]*[^<>\s])\s*<([^<>\s@]+@[^<>\s]+)>$")
+_FIXES = re.compile(r"^Fixes: ", re.I)
+_BUILD_LISTS = ("CMakeLists.txt", "Makefile.am")
 
 
 def choose(manifest, wanted):
@@ -54,20 +60,44 @@ def choose(manifest, wanted):
     return chosen
 
 
-def sender(root):
-    """(``Name <email>`` of whoever sends the pull requests, is it the
-    placeholder): git's user.name and user.email, as `git commit` takes
-    them."""
-    # Not proc.git: that one hides the user's own configuration.
-    found = []
-    for key in ("user.name", "user.email"):
-        res = subprocess.run(["git", "config", key], cwd=root, text=True,
-                             stdout=subprocess.PIPE,
-                             stderr=subprocess.DEVNULL, check=False)
-        found.append(res.stdout.strip() if res.returncode == 0 else "")
-    if all(found):
-        return "%s <%s>" % tuple(found), False
-    return PLACEHOLDER, True
+def sender(root, given=None):
+    """``Name <email>`` that authors and signs off the commits: ``given``
+    (--author), else git's user.name and user.email as `git commit`
+    takes them. Nobody: refused, never a placeholder that could be sent
+    as it is."""
+    if given is not None:
+        m = _IDENTITY.match(given.strip())
+        if not m:
+            raise UvPatchError(
+                "--author %r is not 'Name <email>'" % given,
+                hint='give it as --author "Ada Lovelace <ada@example.org>"',
+                status=EXIT_USAGE)
+        who = "%s <%s>" % m.groups()
+    else:
+        # Not proc.git: that one hides the user's own configuration.
+        found = []
+        for key in ("user.name", "user.email"):
+            res = subprocess.run(["git", "config", key], cwd=root,
+                                 text=True, stdout=subprocess.PIPE,
+                                 stderr=subprocess.DEVNULL, check=False)
+            found.append(res.stdout.strip() if res.returncode == 0 else "")
+        missing = [k for k, v in zip(("user.name", "user.email"), found)
+                   if not v]
+        if missing:
+            raise UvPatchError(
+                "no author for the commits: git has no %s"
+                % " and no ".join(missing),
+                hint='set yours (git config --global user.name "Your '
+                     'Name"; git config --global user.email you@your.'
+                     'domain), or pass --author "Name <email>"',
+                status=EXIT_USAGE)
+        who = "%s <%s>" % tuple(found)
+    if tool_names(who):
+        raise UvPatchError("the author %s names this project's tool" % who,
+                           hint='sign your pull requests as yourself: '
+                                '--author "Name <email>"',
+                           status=EXIT_USAGE)
+    return who
 
 
 def _is_backport(entry):
@@ -84,13 +114,17 @@ def _leaks(text, places):
     return found
 
 
-def prepare(manifest, out, dest, onto=None, source=None, wanted=()):
+def prepare(manifest, out, dest, onto=None, source=None, wanted=(),
+            author=None, check=False, report=None):
+    """Makes DEST; returns (its path, the number of branches --check
+    found failing)."""
     dest = os.path.abspath(dest)
     check_dest(dest, manifest, out)
     if os.path.lexists(dest):
         raise UvPatchError("%s already exists" % dest,
                            hint="give a new folder; the tool makes it",
                            status=EXIT_STATE)
+    who = sender(manifest.root, author)
     chosen = choose(manifest, wanted)
     for e in [e for e in chosen if _is_backport(e)]:
         # Upstream's own change, on an older base: nothing to send.
@@ -101,6 +135,17 @@ def prepare(manifest, out, dest, onto=None, source=None, wanted=()):
         raise UvPatchError("the series is empty: nothing to send upstream",
                            hint="add patches first (see README.md)",
                            status=EXIT_USAGE)
+    patches = {e["file"]: _read(manifest, e) for e in manifest.series}
+    for e in chosen:
+        patch = patches[e["file"]]
+        problems = upstream_problems(patch.subject, patch.message())
+        if problems:
+            raise UvPatchError(
+                "%s cannot go upstream as it is: %s"
+                % (e["file"], "; ".join(problems)),
+                hint="reword its message in out/%s/src (git commit "
+                     "--amend), `scripts/uvpatch refresh`, and retry"
+                % manifest.name, status=EXIT_MANIFEST)
     if onto:
         src = source or gitref.default_source(manifest)
         if src is None:
@@ -116,16 +161,13 @@ def prepare(manifest, out, dest, onto=None, source=None, wanted=()):
     places = sorted(({os.path.realpath(p) for p in (
         manifest.root, out, os.path.dirname(dest))} | {home}) - {os.sep})
     scratch = os.path.join(os.path.dirname(dest),
-                           ".%s.uvpatch-new" % os.path.basename(dest))
+                           ".%s.new" % os.path.basename(dest))
     remove_tree(scratch)
     try:
         os.makedirs(scratch)
         proc.git(["init", "-q"], cwd=scratch)
-        # The series' own commits give `git am -3` the blobs a patch was
-        # made against, even when it builds on an earlier patch.
         proc.git(["fetch", "-q", "--no-tags", "--update-shallow", old_src,
-                  "+refs/tags/%s:%s" % (BASE_TAG, OLD_BASE),
-                  "+HEAD:%s" % OLD_HEAD], cwd=scratch)
+                  "+refs/tags/%s:%s" % (BASE_TAG, OLD_BASE)], cwd=scratch)
         if onto:
             gitref.fetch_commit(scratch, src, found.commit)
             base, label = found.commit, found.label
@@ -140,214 +182,178 @@ def prepare(manifest, out, dest, onto=None, source=None, wanted=()):
         # commit (a tarball's base commit exists nowhere else).
         real = onto or base == manifest.commit
         label = "%s, commit %s" % (label, upstream_commit[:12])
-        author = sender(manifest.root)
-        measured = _measured(out)
-        made = [_one(manifest, scratch, e, base, label, real, places,
-                     author, measured) for e in chosen]
+        made = _branches(manifest, scratch, base, label, chosen, patches,
+                         who)
+        texts = {}
+        for pr in made:
+            texts[pr["stem"]] = _describe(pr, label, base, None, places)
+        failed = 0
+        if check:
+            failed = verify(manifest, out, scratch, base,
+                            [pr["check"] for pr in made], report)
+            for pr in made:
+                texts[pr["stem"]] = _describe(pr, label, base,
+                                              pr["check"].results, places)
+        for pr in made:
+            args = ["format-patch", "--stdout", "--no-signature"]
+            if real:
+                args.append("--base=" + base)
+            mbox = proc.git(args + ["%s..%s" % (base, pr["branch"])],
+                            cwd=scratch).stdout
+            write_atomic(os.path.join(scratch, pr["stem"] + ".mbox"), mbox)
+            write_atomic(os.path.join(scratch, pr["stem"] + ".md"),
+                         texts[pr["stem"]])
         proc.git(["checkout", "-q", BASE_BRANCH], cwd=scratch)
-        for ref in (OLD_BASE, OLD_HEAD):
-            proc.git(["update-ref", "-d", ref], cwd=scratch)
+        proc.git(["update-ref", "-d", OLD_BASE], cwd=scratch)
         remove_tree(os.path.join(scratch, ".git", "FETCH_HEAD"))
         with open(os.path.join(scratch, ".git", "info", "exclude"), "a",
                   encoding="utf-8") as f:
-            for stem in made:
-                f.write("/%s.mbox\n/%s.md\n" % (stem, stem))
+            for pr in made:
+                f.write("/%s.mbox\n/%s.md\n" % (pr["stem"], pr["stem"]))
         os.rename(scratch, dest)
     finally:
         remove_tree(scratch)
-    for stem in made:
-        proc.note("branch uvpatch/%s, %s.mbox, %s.md" % (stem, stem, stem))
-    return dest
+    return dest, failed
 
 
-def _read(manifest, entry, author=None):
-    """The patch's text, parsed, and its message for upstream: without
-    this fork's fields and, given ``author`` (``Name <email>``), signed
-    off by that author instead of this fork."""
+def _read(manifest, entry):
     with open(manifest.patch_path(entry), encoding="utf-8",
               errors="surrogateescape", newline="") as f:
-        text = f.read()
-    patch = Patch(text)
-    body = clean_message(patch.message())
-    if author:
-        body = ["Signed-off-by: " + author if _SIGNED.match(ln) else ln
-                for ln in body]
-    return text, patch, body
+        return Patch(f.read())
 
 
-def _am(manifest, work, entry, author=None):
-    """Applies one patch, message cleaned, on HEAD, by ``author`` when
-    given; None when it went in, else what stopped it."""
-    text, _, body = _read(manifest, entry, author)
-    mail = clean_patch(text, body)
-    if author:
-        mail = _FROM.sub(lambda m: "From: " + author, mail, count=1)
-    path = os.path.join(work, ".git", "uvpatch-" + entry["file"])
-    write_atomic(path, mail)
-    mail = path
-    res = proc.git(["am", "-q", "-3", "--committer-date-is-author-date",
-                    mail], cwd=work, env=AM_IDENTITY, check=False)
-    os.unlink(mail)
-    if res.returncode == 0:
-        return None
-    files = proc.git_out(["diff", "--name-only", "--diff-filter=U"],
-                         cwd=work).split()
-    proc.git(["am", "--abort"], cwd=work, check=False)
-    return ("conflict in " + ", ".join(files) if files
-            else (res.stdout + res.stderr).strip())
+def _mail(patch, entry, who):
+    """The patch as git am takes it upstream: our own changes authored
+    and signed off by ``who``, without this fork's fields; a backport as
+    upstream wrote it, without them."""
+    if _is_backport(entry):
+        return clean_patch(patch.text, clean_message(patch.message()))
+    mail = clean_patch(patch.text, upstream_body(patch.message(), who))
+    return _FROM.sub(lambda m: "From: " + who, mail, count=1)
 
 
-def _stack(manifest, work, entry, branch, base, author):
-    """Puts ``entry`` on ``branch``: alone on the base when it applies so,
-    else on the fewest nearest earlier patches sharing a file with it (it
-    was made on top of them). Returns (the patches it needs, problem)."""
-    proc.git(["checkout", "-q", "-B", branch, base], cwd=work)
-    problem = _am(manifest, work, entry, author)
-    if problem is None:
-        return [], None
-    files = set(_read(manifest, entry)[1].files)
-    index = manifest.series.index(entry)
-    earlier = [e for e in manifest.series[:index]
-               if files & set(_read(manifest, e)[1].files)]
-    for k in range(1, len(earlier) + 1):
-        needs = earlier[-k:]
+def _weight(patch, index):
+    """The send order among patches that need none of each other: fixes
+    of a named commit first (Fixes:, a regression), then the smallest
+    change to libuv's code, then the series' order."""
+    fixes = any(_FIXES.match(ln) for ln in patch.message())
+    return (0 if fixes else 1, code_lines(patch.text), index)
+
+
+def _branches(manifest, work, base, label, chosen, patches, who):
+    """One branch per chosen patch, in the order to send them; returns
+    what each needs for its description and --check."""
+    folder = os.path.join(work, ".git", "prep")
+    os.makedirs(folder)
+    items = []
+    for k, e in enumerate(manifest.series):
+        patch = patches[e["file"]]
+        mail = os.path.join(folder, e["file"])
+        write_atomic(mail, _mail(patch, e, who))
+        items.append(prstack.Item(e["file"], mail, patch.files,
+                                  _weight(patch, k)))
+    needs = prstack.plan(work, base, items)
+    wanted = [i for i in items if i.name in {e["file"] for e in chosen}]
+    for item in wanted:
+        if needs[item.name] is None:
+            _refuse(work, base, label, item)
+    entries = {e["file"]: e for e in manifest.series}
+    committer = {"GIT_COMMITTER_NAME": who.rsplit(" <", 1)[0],
+                 "GIT_COMMITTER_EMAIL": who.rsplit("<", 1)[1].rstrip(">")}
+    made = []
+    for n, item in enumerate(prstack.send_order(wanted, needs), 1):
+        stem = "%02d-%s" % (n, item.name[:-len(".patch")].split("-", 1)[-1])
+        branch = PREFIX + stem
         proc.git(["checkout", "-q", "-B", branch, base], cwd=work)
-        if all(_am(manifest, work, e, author) is None
-               for e in needs + [entry]):
-            return needs, None
-    proc.git(["checkout", "-q", "-B", branch, base], cwd=work)
-    return [], problem
+        on = needs[item.name] + [item.name]
+        for name in on:
+            res = proc.git(["am", "-q", "--committer-date-is-author-date",
+                            os.path.join(folder, name)], cwd=work,
+                           env=committer, check=False)
+            if res.returncode != 0:
+                proc.git(["am", "--abort"], cwd=work, check=False)
+                raise UvPatchError("%s does not apply on %s: %s" % (
+                    name, label, (res.stdout + res.stderr).strip()),
+                    hint="move the series there first (`scripts/uvpatch "
+                         "rebase --onto REF`)", status=EXIT_APPLY)
+        commit = proc.git_out(["rev-parse", "HEAD"], cwd=work)
+        top = proc.git(["diff-tree", "-p", "--no-color", "--no-renames",
+                        "HEAD^", "HEAD"], cwd=work).stdout
+        tests = own_tests(top, lambda path: proc.git(
+            ["show", "HEAD:" + path], cwd=work, check=False).stdout)
+        changed = proc.git_out(["diff", "--name-status", "--no-renames",
+                                base, "HEAD"], cwd=work).splitlines()
+        files = [ln.split("\t", 1)[1] for ln in changed]
+        revert = [f for st, f in (ln.split("\t", 1) for ln in changed)
+                  if st == "M" and not f.startswith(("test/", "docs/"))
+                  and f not in _BUILD_LISTS]
+        platforms, proofs = set(), []
+        for name in on:
+            platforms.update(entries[name]["platforms"])
+            for proof in entries[name].get("proof", []):
+                if proof["target"] == "windows" and \
+                        not proof.get("native_only"):
+                    proofs += proof["cases"]
+        if needs[item.name]:
+            proc.note("%s needs %s: its branch holds %s too" % (
+                item.name, ", ".join(needs[item.name]),
+                "them" if len(needs[item.name]) > 1 else "it"))
+        proc.note("%s: %s, %d commit(s) on %s" % (
+            branch, item.name, len(on), base[:12]))
+        patch = patches[item.name]
+        made.append({
+            "stem": stem, "branch": branch, "file": item.name,
+            "subject": patch.subject,
+            "body": upstream_body(patch.message(), who),
+            "tests": tests, "revert": revert,
+            "depends": [patches[d].subject for d in needs[item.name]],
+            "check": Branch(stem, commit, files, [t for _, t in tests],
+                            platforms, proofs)})
+    remove_tree(folder)
+    return made
 
 
-def _measured(out):
-    """{target: results} of the last regression run on this base."""
-    found = {}
-    for target in ("linux", "windows", "macos"):
-        try:
-            with open(results_path(out, target, "Release"),
-                      encoding="utf-8") as f:
-                found[target] = json.load(f)
-        except (OSError, ValueError):
-            pass
-    return found
-
-
-def _evidence(manifest, entry, measured):
-    """(the command, its date and machine, one line per proof case) of
-    what the regression programs gave for ``entry``, base vs patched."""
-    lines, when = [], set()
-    for proof in entry.get("proof", []):
-        results = measured.get(proof["target"])
-        for case in proof["cases"]:
-            got = results and results["cases"].get(case)
-            if not got:
-                continue
-            when.add("%s, on %s" % (results["when"], results["machine"]))
-            lines.append((proof["target"], case, got))
-    command = "scripts/uvpatch test --base %s" % manifest.name
-    return command, sorted(when), lines
-
-
-def _one(manifest, work, entry, base, label, real, places, author,
-         measured):
-    name = entry["file"]
-    stem = name[:-len(".patch")]
-    who, placeholder = author
-    text, patch, body = _read(manifest, entry, who)
-    branch = "uvpatch/" + stem
-    needs, problem = _stack(manifest, work, entry, branch, base, who)
-    if problem is not None:
-        raise UvPatchError(
-            "%s does not apply on %s: %s" % (name, label, problem),
-            hint="move the series there first (`scripts/uvpatch rebase "
-                 "--onto REF`), or send it against the pinned base",
-            status=EXIT_APPLY)
-    if len(proc.git_out(["rev-list", "%s..%s" % (base, branch)],
-                        cwd=work).split()) == len(needs):
-        raise UvPatchError("%s is empty on %s: it is already upstream"
-                           % (name, label),
+def _refuse(work, base, label, item):
+    """Says why a patch goes on the base with no set of earlier ones."""
+    env = {"GIT_INDEX_FILE": os.path.join(work, ".git", "refuse.index")}
+    proc.git(["read-tree", base], cwd=work, env=env)
+    if proc.git(["apply", "--cached", "-R", "--check", item.mail], cwd=work,
+                env=env, check=False).returncode == 0:
+        raise UvPatchError("%s is already in %s" % (item.name, label),
                            hint="drop it from the series (`scripts/uvpatch "
                                 "rebase --onto REF` does)",
                            status=EXIT_APPLY)
-    if needs:
-        proc.note("%s builds on %s: its branch holds %s too"
-                  % (name, ", ".join(e["file"] for e in needs),
-                     "them" if len(needs) > 1 else "it"))
-    args = ["format-patch", "--stdout", "--no-signature"]
-    if real:
-        args.append("--base=" + base)
-    mbox = proc.git(args + ["%s..%s" % (base, branch)], cwd=work).stdout
-    described = pull_request(
-        patch.subject, body, text, label,
-        depends=[_read(manifest, e)[1].subject for e in needs],
-        evidence=_evidence(manifest, entry, measured))
-    if placeholder:
-        described = ("> The commits are authored and signed off by the "
-                     "placeholder `%s` (git has no user.name and "
-                     "user.email here). Replace it before sending: `git "
-                     "commit --amend --reset-author -s` on the branch, "
-                     "after `git config user.name` and `user.email`.\n\n"
-                     % PLACEHOLDER) + described
+    res = proc.git(["apply", "--cached", "--check", item.mail], cwd=work,
+                   env=env, check=False)
+    detail = "; ".join(ln for ln in res.stderr.strip().splitlines()[:4])
+    raise UvPatchError(
+        "%s does not apply on %s, alone or on earlier patches: %s"
+        % (item.name, label, detail),
+        hint="move the series there first (`scripts/uvpatch rebase "
+             "--onto REF`), or send it against the pinned base",
+        status=EXIT_APPLY)
+
+
+def _describe(pr, label, base, results, places):
+    """The pull-request text, refused if it or the commit message would
+    reveal this machine or name this project's tool."""
+    b = pr["check"]
+    system = "Windows" if targets_of(b.files, b.platforms, "host") == [
+        "windows"] else None
+    text = pull_request(pr["subject"], pr["body"], label, tests=pr["tests"],
+                        depends=pr["depends"], results=results,
+                        base_ref=base[:12], revert=pr["revert"],
+                        system=system)
     # The diff is upstream's code; the words around it are ours.
-    for what, content in (("message", "\n".join(body)),
-                          ("description", described)):
-        leaks = _leaks(content, places)
-        if leaks:
+    for what, content in (("message", "\n".join(pr["body"])),
+                          ("description", text)):
+        found = _leaks(content, places) + [
+            "this project's tool (%s)" % w for w in tool_names(content)]
+        if found:
             raise UvPatchError(
-                "%s: the %s would reveal %s" % (name, what,
-                                               ", ".join(leaks)),
+                "%s: the %s would reveal %s" % (pr["file"], what,
+                                               ", ".join(found)),
                 hint="reword the commit message in out/src (git commit "
                      "--amend), `scripts/uvpatch refresh`, and retry",
                 status=EXIT_STATE)
-    write_atomic(os.path.join(work, stem + ".mbox"), mbox)
-    write_atomic(os.path.join(work, stem + ".md"), described)
-    return stem
-
-
-# Tests that every branch must pass: libuv's own UDP tests.
-CHECK_TESTS = "udp_"
-
-
-def verify(manifest, out, dest, report):
-    """Builds each branch of DEST on its own and runs libuv's UDP tests
-    there; calls ``report(status, name, why)`` per branch and returns the
-    number that failed. The branches are what upstream's CI would see."""
-    from .apply import export_commit
-    from .build import Variant, build_tree, host_target
-    from .testing import Runner, _libuv_tests, libuv_run
-    target = host_target()
-    runner = Runner(target)
-    failures = 0
-    branches = proc.git_out(["for-each-ref", "--format=%(refname:short)",
-                             "refs/heads/uvpatch/"], cwd=dest).split()
-    for branch in [b for b in branches if b != BASE_BRANCH]:
-        stem = branch[len("uvpatch/"):]
-        name = "upstream %s" % stem
-        tree = os.path.join(out, "upstream-check", stem)
-        export_commit(dest, branch, tree)
-        variant = Variant(manifest.root, out, target, True, "Release",
-                          source=tree, label="upstream-" + stem[:4])
-        try:
-            build_tree(variant, libuv_only=True)
-        except UvPatchError as e:
-            failures += 1
-            report("FAIL", name, "does not build: %s"
-                   % e.message.splitlines()[0])
-            continue
-        tests = [t for t in _libuv_tests(runner, variant)
-                 if t.startswith(CHECK_TESTS)]
-        failed, skipped = [], 0
-        for test in tests:
-            status, why = libuv_run(runner, variant, test)
-            if status == "FAIL" and libuv_run(runner, variant,
-                                              test)[0] == "FAIL":
-                failed.append("%s (%s)" % (test, why))
-            skipped += status == "SKIP"
-        if failed:
-            failures += 1
-            report("FAIL", name, "%d of %d UDP tests fail: %s"
-                   % (len(failed), len(tests), "; ".join(failed)[:400]))
-        else:
-            report("PASS", name, "builds on its own; %d UDP tests pass, "
-                   "%d skip themselves" % (len(tests) - skipped, skipped))
-    return failures
+    return text

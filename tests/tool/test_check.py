@@ -80,6 +80,56 @@ class LintTest(unittest.TestCase):
                          ["no Last-Update: field"])
 
 
+OWN_BODY = ("It broke.\n\nFix it.\n\n%s\nUpstream-Status: Pending\n"
+            "Forwarded: no\nLast-Update: 2026-12-03\n"
+            "Signed-off-by: uvpatch maintainers <uvpatch@invalid>\n")
+
+
+class UpstreamFormTest(unittest.TestCase):
+    """A message of our own goes upstream: its trailers in libuv's URL
+    form, and no word about this project's tool."""
+
+    def lint(self, trailers, subject="core: fix it", body=OWN_BODY):
+        return lint_message("0001-x.patch",
+                            patch_text(subject, body % trailers))
+
+    def test_url_trailers_pass(self):
+        self.assertEqual(self.lint(
+            "Fixes: https://github.com/libuv/libuv/commit/%s\n"
+            "Refs: https://github.com/libuv/libuv/pull/5243\n"
+            "Refs: https://github.com/golang/go/issues/44343" % COMMIT), [])
+
+    def test_bare_hash_trailers_refused(self):
+        for trailer in ('Fixes: 9f0101dcb ("linux: close streams")',
+                        "Refs: " + COMMIT, "Fixes: #4447",
+                        "refs: 80a5e3ba0"):
+            problems = self.lint(trailer)
+            self.assertEqual(len(problems), 1, trailer)
+            self.assertIn("'%s' is not a URL" % trailer, problems[0])
+            self.assertIn("https://github.com/libuv/libuv/commit/",
+                          problems[0])
+
+    def test_naming_the_tool_refused(self):
+        body = OWN_BODY.replace("Fix it.", "Fix it; `scripts/uvpatch test` "
+                                "shows it.")
+        problems = self.lint("", body=body)
+        self.assertEqual(problems, [
+            "names this project's tool (scripts/uvpatch): upstream's "
+            "history has no use for it"])
+        self.assertEqual(len(self.lint("", subject="uvpatch: fix it")), 1)
+
+    def test_fork_fields_and_sign_off_not_counted(self):
+        # DEP-3 fields and the sign-off are replaced on the way out.
+        body = OWN_BODY.replace("Forwarded: no", "Forwarded: no, see "
+                                "uvpatch notes")
+        self.assertEqual(self.lint("", body=body), [])
+
+    def test_backport_keeps_upstream_trailers(self):
+        body = BACKPORT_BODY.replace("Origin:", "Fixes: 9f0101dcb\nOrigin:")
+        self.assertEqual(lint_message("0001-x.patch",
+                                      patch_text(LONG_SUBJECT, body)), [])
+
+
 class CheckCommandTest(World):
     """check through the CLI, on a series holding a backport."""
 
