@@ -615,12 +615,16 @@ static int icmp_flood_case(int chunks) {
    * no buffer room to queue the report, as the plain socket error. The
    * kernel queues a report before it sets the socket error, so a loop that
    * takes the report in between can still see that error alone, rarely;
-   * a duplicate of every report (upstream) is thousands.
+   * a duplicate of every report (upstream) is thousands. A loop slower
+   * than the flood (valgrind, sanitizers) leaves the kernel no room for
+   * many reports, so there the count is reported, not judged.
    */
-  if (hc.plain_errors > 10 + hc.reports / 1000)
-    FAIL("%ld plain errors (first %s) beside %ld reports: duplicates of "
-         "reports", hc.plain_errors,
-         uv_err_name((int) hc.first_plain_error), hc.reports);
+  CHECK_TIMING(hc.plain_errors <= 10 + hc.reports / 1000,
+               "%ld plain errors (first %s) beside %ld reports: duplicates "
+               "of reports, or reports the kernel had no room for",
+               hc.plain_errors,
+               hc.plain_errors ? uv_err_name((int) hc.first_plain_error)
+                               : "-", hc.reports);
   if (hc.max_reports_iter > BUDGET)
     FAIL("%ld reports in one loop iteration, budget %d",
          hc.max_reports_iter, BUDGET);
