@@ -224,6 +224,22 @@ static void note_read(int flags, long r, int err) {
                                                  : REFUSED_NONE;
 }
 
+/* Counts an error-queue read; makes it fail once with inject_errno when a
+ * case asked for that. Returns 1 when the read is to fail.
+ */
+static int errqueue_read_fails(int flags) {
+  if (!(flags & MSG_ERRQUEUE))
+    return 0;
+  errqueue_reads++;
+  if (inject_errno == 0)
+    return 0;
+  errno = inject_errno;
+  inject_errno = 0;
+  injected++;
+  refused_state = REFUSED_NONE;
+  return 1;
+}
+
 ssize_t recvmsg(int fd, struct msghdr* msg, int flags) {
   static ssize_t (*next)(int, struct msghdr*, int);
   ssize_t r;
@@ -232,16 +248,8 @@ ssize_t recvmsg(int fd, struct msghdr* msg, int flags) {
   if (next == NULL)
     next = (ssize_t (*)(int, struct msghdr*, int)) dlsym(RTLD_NEXT,
                                                          "recvmsg");
-  if (flags & MSG_ERRQUEUE) {
-    errqueue_reads++;
-    if (inject_errno != 0) {
-      errno = inject_errno;
-      inject_errno = 0;
-      injected++;
-      refused_state = REFUSED_NONE;
-      return -1;
-    }
-  }
+  if (errqueue_read_fails(flags))
+    return -1;
   r = next(fd, msg, flags);
   err = errno;
   note_read(flags, (long) r, err);
@@ -262,16 +270,8 @@ int recvmmsg(int fd,
   if (next == NULL)
     next = (int (*)(int, struct mmsghdr*, unsigned int, int,
                     struct timespec*)) dlsym(RTLD_NEXT, "recvmmsg");
-  if (flags & MSG_ERRQUEUE) {
-    errqueue_reads++;
-    if (inject_errno != 0) {
-      errno = inject_errno;
-      inject_errno = 0;
-      injected++;
-      refused_state = REFUSED_NONE;
-      return -1;
-    }
-  }
+  if (errqueue_read_fails(flags))
+    return -1;
   r = next(fd, msgs, n, flags, timeout);
   err = errno;
   note_read(flags, r, err);
