@@ -69,17 +69,21 @@ def bisect(manifest, out, report, config="Release"):
         later.update(case for e in manifest.series[k:]
                      for case in e.get("repairs", []))
         bad, ran = [], 0
+        # Several patches name the same program: it runs once a prefix.
+        programs = []
         for prior in manifest.series[:k]:
             if not set(prior["platforms"]) & _COVERS.get(target, set()):
                 continue
-            for program in prior.get("tests", []):
-                for case in list_cases(runner, variant, program):
-                    if "%s/%s" % (program, case) in later:
-                        continue
-                    status, why = run_case(runner, variant, program, case)
-                    ran += 1
-                    if status == "FAIL":
-                        bad.append("%s/%s: %s" % (program, case, why))
+            programs += [p for p in prior.get("tests", [])
+                         if p not in programs]
+        for program in programs:
+            for case in list_cases(runner, variant, program):
+                if "%s/%s" % (program, case) in later:
+                    continue
+                status, why = run_case(runner, variant, program, case)
+                ran += 1
+                if status == "FAIL":
+                    bad.append("%s/%s: %s" % (program, case, why))
         for test in libuv_tests:
             status, why = libuv_run(runner, variant, test)
             ran += 1
