@@ -13,7 +13,7 @@
  *     recv_cb, an ICMP flood in a private network namespace, and an
  *     error-queue read that fails with ENOMEM.
  *
- * A cell case runs the loop for one second: 50 ms in, a peer sends 10
+ * A cell case runs the loop for half a second: 50 ms in, a peer sends 10
  * numbered datagrams to the handle and closes, and the handle sends one
  * datagram to the peer's now closed port, so the kernel sends back one
  * ICMP port unreachable. Each case prints one JSON line on stdout before
@@ -85,7 +85,7 @@ enum {
   KIND_AFTER_QUEUED, /* 20 errors and 40 datagrams, then recv_start. */
   KIND_STOP,         /* uv_udp_recv_stop() in the first recv_cb. */
   KIND_CLOSE,        /* uv_close() in the first recv_cb. */
-  KIND_FLOOD,        /* A second process elicits ICMP errors for 2 s. */
+  KIND_FLOOD,        /* A second process elicits ICMP errors for 1 s. */
   KIND_ENOMEM        /* The first error-queue read fails with ENOMEM. */
 };
 
@@ -162,7 +162,7 @@ static int run_cell(const cell_t* c);
 /* The receive budget of the patches: callbacks per readable event. */
 #define BUDGET 32
 /* How long a case runs the loop; when the cell's peer acts. */
-#define RUN_MS 1000
+#define RUN_MS 500
 #define GO_MS 50
 /* Loop iterations the run may take after one ICMP error. */
 #define SPIN_BOUND 20
@@ -184,7 +184,7 @@ static int run_cell(const cell_t* c);
  * one datagram per FLOOD_DATA_EVERY of them, then TAIL_MS to drain. The
  * receive buffer holds all of it (a report costs about 832 bytes).
  */
-#define FLOOD_MS 2000
+#define FLOOD_MS 1000
 #define TAIL_MS 1000
 #define FLOOD_PER_MS 16
 #define FLOOD_MAX 30000L
