@@ -7,10 +7,10 @@ whole series applied, so a failure or a crash leaves the previous tree.
 import json
 import os
 import re
-import shutil
 
 from . import proc
 from .errors import UvPatchError, EXIT_APPLY, EXIT_STATE
+from .extract import copy_tree
 from .fetch import Fetcher
 from .fsutil import remove_tree, replace_dir, recover_dir, write_atomic
 from .patchfile import Patch, hunk_ranges_of_diff
@@ -204,13 +204,9 @@ def _keep_mtimes(old, new):
 
 
 def _copy_tree(tree_dir, work):
-    for name in os.listdir(tree_dir):
-        src = os.path.join(tree_dir, name)
-        dest = os.path.join(work, name)
-        if os.path.isdir(src) and not os.path.islink(src):
-            shutil.copytree(src, dest, symlinks=True)
-        else:
-            shutil.copy2(src, dest, follow_symlinks=False)
+    # Regular files and folders only, and the first error as itself (a
+    # full disk is an OSError, not shutil.Error's list of every file).
+    copy_tree(tree_dir, work, exist_ok=True)
 
 
 def _apply_one(work, path, name):

@@ -3,6 +3,7 @@
 import errno
 import os
 import shutil
+import stat
 import tempfile
 
 from .errors import UvPatchError, EXIT_STATE
@@ -23,6 +24,18 @@ def write_atomic(path, data):
     except BaseException:
         _unlink_quietly(tmp)
         raise
+
+
+def file_kind(mode):
+    """What a file that is not a regular one is, for messages."""
+    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISLNK, "a symbolic link")):
+        if test(mode):
+            return name
+    return "not a regular file"
 
 
 def _unlink_quietly(path):

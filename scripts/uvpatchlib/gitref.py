@@ -10,6 +10,7 @@ import re
 
 from . import proc
 from .errors import UvPatchError, EXIT_FETCH
+from .extract import NotARegularFile, source_kind
 
 _HEX = re.compile(r"^[0-9a-f]{4,40}$")
 
@@ -28,8 +29,22 @@ def default_source(manifest):
     return spec["url"] if spec else None
 
 
+def check_local(src):
+    """Refuses a local source that is neither a regular file nor a
+    folder: a FIFO would block git and this tool, /dev/zero never end."""
+    try:
+        source_kind(src)
+    except (FileNotFoundError, NotADirectoryError):
+        pass
+    except NotARegularFile as e:
+        raise UvPatchError("source %s %s" % (src, e),
+                           hint="give a git repository or bundle, a tarball "
+                                "or a folder", status=EXIT_FETCH)
+
+
 def is_git_source(src):
     """A local repository or bundle, or a URL git can fetch from."""
+    check_local(src)
     if os.path.isdir(src):
         return (os.path.isdir(os.path.join(src, ".git"))
                 or os.path.isfile(os.path.join(src, "HEAD"))
@@ -43,6 +58,7 @@ def is_git_source(src):
 
 def resolve(src, ref):
     """The commit ``ref`` names in ``src``; UvPatchError when none."""
+    check_local(src)
     if os.path.isdir(src):
         # A local repository answers any revision git understands.
         res = proc.git(["rev-parse", "-q", "--verify", ref + "^{commit}"],

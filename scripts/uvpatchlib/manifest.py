@@ -147,10 +147,17 @@ def _check_hex(value, pattern, field, what):
 
 
 def sha256_file(path):
-    digest = hashlib.sha256()
+    """The sha256 of a file, given by its path or as an open file."""
+    if hasattr(path, "read"):
+        return _sha256_of(path)
     with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
+        return _sha256_of(f)
+
+
+def _sha256_of(f):
+    digest = hashlib.sha256()
+    for chunk in iter(lambda: f.read(1 << 20), b""):
+        digest.update(chunk)
     return digest.hexdigest()
 
 

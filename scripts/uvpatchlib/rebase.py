@@ -21,7 +21,8 @@ from . import gitref, proc
 from .apply import (AM_IDENTITY, BASE_TAG, STATE_FILE, _build, apply_series,
                     declare_shallow, local_changes, read_state)
 from .errors import UvPatchError, EXIT_APPLY, EXIT_FETCH, EXIT_STATE
-from .fetch import Fetcher, _safe_extract
+from .extract import extract_tarball
+from .fetch import Fetcher
 from .fsutil import remove_tree, replace_dir, write_atomic
 from .gittree import tree_id
 from .manifest import Manifest, sha256_file, validate
@@ -265,13 +266,10 @@ def _from_tarball(manifest, src, ref, scratch):
         commit = None
     elif tarfile.is_tarfile(src):
         extract = os.path.join(scratch, "extract")
-        _safe_extract(src, extract)
+        commit = extract_tarball(src, extract)
         names = os.listdir(extract)
         top = os.path.join(extract, names[0]) if len(names) == 1 else ""
         tree = tree_id(top if top and os.path.isdir(top) else extract)
-        with tarfile.open(src) as tar:
-            tar.getmembers()
-            commit = tar.pax_headers.get("comment", "").strip() or None
         if commit and not re.match(r"^[0-9a-f]{40}$", commit):
             commit = None
     else:
