@@ -125,7 +125,7 @@ def _build(manifest, entry, work):
     os.makedirs(work)
     proc.git(["init", "-q", "-b", BRANCH], cwd=work)
     if entry.repo:
-        proc.git(["fetch", "-q", "--no-tags", "--update-shallow",
+        proc.git(["fetch", "-q", "--no-tags", "--update-shallow", "--",
                   entry.repo, manifest.commit], cwd=work)
         proc.git(["reset", "-q", "--hard", manifest.commit], cwd=work)
         # The cache may hold the pinned commit without its parents: say so,
@@ -219,12 +219,12 @@ def _apply_one(work, path, name):
                            hint="a patch must change at least one file",
                            status=EXIT_APPLY)
     res = proc.git(["am", "-q", "--whitespace=error",
-                    "--committer-date-is-author-date", path],
+                    "--committer-date-is-author-date", "--", path],
                    cwd=work, env=AM_IDENTITY, check=False)
     if res.returncode != 0:
         detail = (res.stdout + res.stderr).strip()
         proc.git(["am", "--abort"], cwd=work, check=False)
-        if proc.git(["apply", "--check", path], cwd=work,
+        if proc.git(["apply", "--check", "--", path], cwd=work,
                     check=False).returncode == 0:
             # The diff fits: git am failed for another reason (a full
             # disk, permissions, a damaged mail header). Say that.

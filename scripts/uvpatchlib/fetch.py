@@ -230,16 +230,17 @@ class Fetcher:
     def _from_git(self, url, tmp):
         repo = os.path.join(tmp, "upstream.git")
         commit = self.manifest.commit
-        proc.git(["init", "-q", "--bare", repo])
+        proc.git(["init", "-q", "--bare", "--", repo])
         if os.path.isfile(url):
             # A bundle carries refs, not arbitrary commits: take them all.
-            res = proc.git(["fetch", "-q", "--no-tags", url,
+            res = proc.git(["fetch", "-q", "--no-tags", "--", url,
                             "+refs/*:refs/bundle/*"], cwd=repo, check=False)
         else:
             if os.path.isdir(url):
                 url = "file://" + os.path.abspath(url)
+            # "--": a URL is never an option (--upload-pack=...).
             res = proc.git(["fetch", "-q", "--no-tags", "--depth", "1",
-                            url, commit], cwd=repo, check=False)
+                            "--", url, commit], cwd=repo, check=False)
         if res.returncode != 0:
             raise Unavailable(_first_line(res.stderr) or
                               "git fetch failed (status %d)"
@@ -289,7 +290,8 @@ class Fetcher:
         work = os.path.join(tmp, "apt")
         os.makedirs(work)
         res = proc.run(["apt-get", "source", "--download-only",
-                        "-q", "%s=%s" % (spec["package"], spec["version"])],
+                        "-q", "--", "%s=%s" % (spec["package"],
+                                               spec["version"])],
                        cwd=work, capture=True, check=False)
         path = os.path.join(work, spec["file"])
         if res.returncode != 0 or not os.path.isfile(path):

@@ -90,7 +90,7 @@ def resolve(src, ref):
 
 def _ls_remote(src):
     url = "file://" + os.path.abspath(src) if os.path.isdir(src) else src
-    res = proc.git(["ls-remote", url], check=False)
+    res = proc.git(["ls-remote", "--", url], check=False)
     if res.returncode != 0:
         first = (res.stderr or "").strip().splitlines()
         raise UvPatchError(
@@ -127,6 +127,7 @@ def fetch_commit(repo, src, commit, depth=None):
     args = ["fetch", "-q", "--no-tags"]
     if depth and not os.path.isfile(src):
         args += ["--depth", str(depth)]
+    args.append("--")
     if os.path.isfile(src):
         # A bundle carries refs, not arbitrary commits: take them all.
         res = proc.git(args + [src, "+refs/*:refs/uvpatch-source/*"],

@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import re
+import urllib.parse
 
 from .errors import UvPatchError, EXIT_MANIFEST, EXIT_USAGE
 
@@ -26,6 +27,19 @@ _HEX40 = re.compile(r"^[0-9a-f]{40}\Z")
 _HEX64 = re.compile(r"^[0-9a-f]{64}\Z")
 _PATCH_NAME = re.compile(r"^[0-9]{4}-[A-Za-z0-9][A-Za-z0-9._-]*\.patch\Z")
 _CASE = re.compile(r"^[a-z0-9_]+/[a-z0-9_]+\Z")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_TAG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+/@-]*\Z")
+# Debian's forms: a package name, a version, a suite; none can be an
+# option to apt-get.
+_DEBIAN_FIELDS = (
+    ("package", re.compile(r"^[a-z0-9][a-z0-9+.-]+\Z"),
+     "a Debian package name"),
+    ("version", re.compile(r"^[0-9][A-Za-z0-9.+~:-]*\Z"),
+     "a Debian version like 1.50.0-2"),
+    ("suite", re.compile(r"^[a-z0-9][a-z0-9.-]*\Z"),
+     "a Debian suite like trixie"),
+    ("file", re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+~-]*\Z"),
+     "a file name like libuv-1.50.0.tar.gz"))
 # A base's name is also its folder under patches/ and out/.
 _BASE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*\Z")
 
@@ -212,6 +226,10 @@ def _validate_base(data, where, folder, check_files):
     up = data["upstream"]
     _check_fields(up, "upstream", where + ".upstream")
     _check_hex(up["commit"], _HEX40, where + ".upstream.commit", "commit id")
+    check_url(up["repository"], where + ".upstream.repository", local=True)
+    if not _TAG.match(up["tag"]):
+        _fail(where + ".upstream.tag", "%r is not a tag or label like "
+              "v1.50.0" % up["tag"], "use letters, digits and . _ + - / @")
     _check_hex(up["tree"], _HEX40, where + ".upstream.tree", "tree id")
 
     kinds = set()
@@ -231,6 +249,13 @@ def _validate_base(data, where, folder, check_files):
         if "file" in src and os.path.basename(src["file"]) != src["file"]:
             _fail(swhere + ".file", "must be a plain file name",
                   "drop the directory part")
+        if "url" in src:
+            check_url(src["url"], swhere + ".url",
+                      local=kind == "git")
+        for key, pattern, example in _DEBIAN_FIELDS:
+            if key in src and not pattern.match(src[key]):
+                _fail("%s.%s" % (swhere, key), "%r is not %s"
+                      % (src[key], example), "write it as Debian does")
 
     seen = set()
     for i, entry in enumerate(data["series"]):
@@ -306,6 +331,35 @@ def _validate_base(data, where, folder, check_files):
                     _fail(where + ".series", "%s is not listed"
                           % _rel(os.path.join(folder, name)),
                           "add it to the series or delete the file")
+
+
+def check_url(url, field, local):
+    """A URL in deps.json is data handed to git or urllib, never an
+    option: https://HOST/..., file:///PATH or, with ``local``, an
+    absolute local path. Anything else (an option, ssh, ext::, a bare
+    name git would read as HOST:PATH) is refused."""
+    allowed = "https://HOST/PATH or file:///PATH" + (
+        ", or an absolute local path" if local else "")
+    if _CONTROL.search(url) or url != url.strip():
+        _fail(field, "%r holds control characters or surrounding blanks"
+              % url, "write a plain URL: %s" % allowed)
+    if url.startswith("-"):
+        _fail(field, "%r starts with '-': git would read it as an option"
+              % url, "write a URL: %s" % allowed)
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme == "https" and parts.netloc and \
+            not parts.netloc.startswith("-"):
+        return
+    if parts.scheme == "file" and parts.path.startswith("/") and \
+            parts.netloc in ("", "localhost"):
+        return
+    # C:\ is a drive on Windows only; elsewhere git reads HOST:PATH.
+    if local and (url.startswith("/") or os.name == "nt" and re.match(
+            r"^[A-Za-z]:[\\/]", url)):
+        return
+    _fail(field, "%r is not an https, file:// or local source" % url,
+          "write %s (other schemes, such as ssh, http or ext::, are not "
+          "taken)" % allowed)
 
 
 def _rel(path):

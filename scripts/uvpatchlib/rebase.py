@@ -101,7 +101,8 @@ def start(manifest, out_root, ref, source=None, name=None, nearest=True):
         declare_shallow(old_src, proc.git_out(
             ["rev-parse", BASE_TAG + "^{commit}"], cwd=old_src))
         declare_shallow(work, base)
-        proc.git(["fetch", "-q", "--no-tags", "--update-shallow", old_src,
+        proc.git(["fetch", "-q", "--no-tags", "--update-shallow", "--",
+                  old_src,
                   "+refs/tags/%s:%sbase" % (BASE_TAG, OLD_REFS),
                   "+HEAD:%shead" % OLD_REFS], cwd=work)
         folder = os.path.join(work, ".git", PATCHES)
@@ -165,11 +166,12 @@ def _from_git(src, ref, scratch):
     ``scratch``, which then serves as the source to fetch from. A local
     repository or a bundle brings its whole history, so that distances
     to the bases and upstream's own commits can be looked up."""
-    proc.git(["init", "-q", "--bare", scratch])
+    proc.git(["init", "-q", "--bare", "--", scratch])
     local = os.path.exists(src)
     if local:
         url = src if os.path.isfile(src) else "file://" + os.path.abspath(src)
-        res = proc.git(["fetch", "-q", url, "+refs/heads/*:refs/heads/*",
+        res = proc.git(["fetch", "-q", "--", url,
+                        "+refs/heads/*:refs/heads/*",
                         "+refs/tags/*:refs/tags/*"], cwd=scratch, check=False)
         if res.returncode != 0:
             raise UvPatchError("cannot read git source %s: %s"
@@ -348,7 +350,7 @@ def _run(manifest, out, work, state):
         item.update(status="running", before=before)
         _save(work, state)
         res = proc.git(["am", "-q", "-3", "--committer-date-is-author-date",
-                        os.path.join(folder, item["file"])], cwd=work,
+                        "--", os.path.join(folder, item["file"])], cwd=work,
                        env=AM_IDENTITY, check=False)
         if res.returncode == 0:
             _record(item, work, before)

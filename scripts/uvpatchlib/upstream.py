@@ -123,7 +123,8 @@ def prepare(manifest, out, dest, onto=None, source=None, wanted=()):
         proc.git(["init", "-q"], cwd=scratch)
         # The series' own commits give `git am -3` the blobs a patch was
         # made against, even when it builds on an earlier patch.
-        proc.git(["fetch", "-q", "--no-tags", "--update-shallow", old_src,
+        proc.git(["fetch", "-q", "--no-tags", "--update-shallow", "--",
+                  old_src,
                   "+refs/tags/%s:%s" % (BASE_TAG, OLD_BASE),
                   "+HEAD:%s" % OLD_HEAD], cwd=scratch)
         if onto:
@@ -186,7 +187,7 @@ def _am(manifest, work, entry, author=None):
     write_atomic(path, mail)
     mail = path
     res = proc.git(["am", "-q", "-3", "--committer-date-is-author-date",
-                    mail], cwd=work, env=AM_IDENTITY, check=False)
+                    "--", mail], cwd=work, env=AM_IDENTITY, check=False)
     os.unlink(mail)
     if res.returncode == 0:
         return None

@@ -318,5 +318,70 @@ class SpecialSourceTest(World):
         self.assertFalse(os.path.exists(os.path.join(tree, ".git")))
 
 
+OPTION_URLS = [
+    "--upload-pack=touch {x}",
+    "-u touch {x}",
+    "ext::sh -c touch% {x}",
+    "ssh://-oProxyCommand=touch% {x}/x",
+    "host:--upload-pack=touch {x}",
+    "http://example.invalid/libuv.git",
+    "relative/path",
+    " https://example.invalid/x",
+]
+
+
+class ManifestUrlTest(World):
+    """No deps.json value runs a command: a URL is refused by name, and
+    git is never handed one as an option."""
+
+    def test_option_like_urls_are_refused(self):
+        witness = os.path.join(self.tmp, "ran")
+        for template in OPTION_URLS:
+            url = template.format(x=witness)
+            for field, set_url in (
+                    ("bases[0].sources[0].url",
+                     lambda u: self.deps["sources"][0].update(url=u)),
+                    ("bases[0].upstream.repository",
+                     lambda u: self.deps["upstream"].update(repository=u))):
+                saved = json.loads(json.dumps(self.deps))
+                set_url(url)
+                self.save_deps()
+                res = self.tool("fetch")
+                self.deps = saved
+                self.assertFails(res, "deps.json: " + field)
+                self.assertEqual(res.returncode, 3, url)
+                self.assertFalse(os.path.exists(witness), url)
+        self.save_deps()
+        self.assertOk(self.tool("fetch"))
+
+    def test_debian_fields_cannot_be_options(self):
+        spec = {"kind": "debian", "package": "libuv1", "version": "1.0-1",
+                "suite": "trixie", "file": "libuv1_1.0.orig.tar.gz",
+                "sha256": "0" * 64}
+        for key, value in (("package", "-b"), ("version", "--compile"),
+                           ("suite", "-o"), ("file", "-x.tar.gz"),
+                           ("file", "..")):
+            self.deps["sources"] = [dict(spec, **{key: value})]
+            self.save_deps()
+            res = self.tool("fetch")
+            self.assertFails(res, "bases[0].sources[0].%s" % key)
+            self.assertEqual(res.returncode, 3)
+
+    def test_git_gets_urls_after_double_dash(self):
+        # Even past validation, git reads a URL as a repository.
+        from uvpatchlib.fetch import Fetcher, Unavailable
+        from uvpatchlib.manifest import load
+        witness = os.path.join(self.tmp, "ran")
+        fetcher = Fetcher(load(self.root), cache=self.cache)
+        for url in ("--upload-pack=touch " + witness,
+                    "--config=core.sshCommand=touch " + witness):
+            tmp = os.path.join(self.tmp, "scratch")
+            shutil.rmtree(tmp, True)
+            os.makedirs(tmp)
+            with self.assertRaises(Unavailable):
+                fetcher._from_git(url, tmp)
+            self.assertFalse(os.path.exists(witness), url)
+
+
 if __name__ == "__main__":
     unittest.main()
