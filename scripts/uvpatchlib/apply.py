@@ -13,7 +13,7 @@ from .errors import UvPatchError, EXIT_APPLY, EXIT_STATE
 from .extract import copy_tree
 from .fetch import Fetcher
 from .fsutil import remove_tree, replace_dir, recover_dir, write_atomic
-from .patchfile import Patch, hunk_ranges_of_diff
+from .patchfile import Patch, hunk_ranges_of_diff, unusable
 
 STATE_FILE = "uvpatch-state.json"
 BASE_TAG = "uvpatch-base"
@@ -214,9 +214,9 @@ def _apply_one(work, path, name):
               newline="") as f:
         text = f.read()
     patch = Patch(text)
-    if not patch.hunks:
-        raise UvPatchError("%s: no diff in the patch" % name,
-                           hint="a patch must change at least one file",
+    problem = unusable(text)
+    if problem:
+        raise UvPatchError("%s: %s" % (name, problem[0]), hint=problem[1],
                            status=EXIT_APPLY)
     res = proc.git(["am", "-q", "--whitespace=error",
                     "--committer-date-is-author-date", "--", path],

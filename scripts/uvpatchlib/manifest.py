@@ -9,9 +9,11 @@ import hashlib
 import json
 import os
 import re
+import stat
 import urllib.parse
 
 from .errors import UvPatchError, EXIT_MANIFEST, EXIT_USAGE
+from .fsutil import file_kind
 
 SCHEMA = 2
 
@@ -311,18 +313,8 @@ def _validate_base(data, where, folder, check_files):
                 _fail(ewhere + ".repairs", "%r is not program/case"
                       % (case,), "write e.g. udp_errqueue/send_only")
         if check_files:
-            path = os.path.join(folder, name)
-            if not os.path.isfile(path):
-                _fail(ewhere + ".file", "%s does not exist" % _rel(path),
-                      "add the file or remove the entry")
-            actual = sha256_file(path)
-            if actual != entry["sha256"]:
-                _fail(ewhere + ".sha256",
-                      "does not match %s (expected %s, actual %s)"
-                      % (_rel(path), entry["sha256"], actual),
-                      "if the patch change is intended, run "
-                      "`scripts/uvpatch refresh --base %s` or write the new "
-                      "sha256" % data["name"])
+            _check_patch_file(os.path.join(folder, name), entry["sha256"],
+                              ewhere, data["name"])
     if check_files:
         listed = set(seen)
         if os.path.isdir(folder):
@@ -331,6 +323,45 @@ def _validate_base(data, where, folder, check_files):
                     _fail(where + ".series", "%s is not listed"
                           % _rel(os.path.join(folder, name)),
                           "add it to the series or delete the file")
+
+
+def _check_patch_file(path, expected, where, base):
+    """The listed patch file exists, is a regular file (a FIFO would
+    hang the read) and has the recorded sha256."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        _fail(where + ".file", "%s does not exist" % _rel(path),
+              "add the file or remove the entry")
+    except OSError as e:
+        _fail(where + ".file", "%s cannot be read: %s"
+              % (_rel(path), e.strerror), "fix the name or the file")
+    if not stat.S_ISREG(mode):
+        _fail(where + ".file", "%s is %s, not a regular file"
+              % (_rel(path), file_kind(mode)),
+              "put the patch file itself there")
+    with open(path, "rb") as f:
+        raw = f.read()
+    actual = hashlib.sha256(raw).hexdigest()
+    if actual == expected:
+        return
+    if b"\r\n" in raw and hashlib.sha256(
+            raw.replace(b"\r\n", b"\n")).hexdigest() == expected:
+        # Not an edit: a checkout turned LF into CRLF (core.autocrlf).
+        _fail(where + ".sha256", "%s has CRLF line endings; with LF, as "
+              "recorded, it matches" % _rel(path), CRLF_HINT)
+    _fail(where + ".sha256", "does not match %s (expected %s, actual %s)%s"
+          % (_rel(path), expected, actual,
+             "; its lines end in CRLF" if b"\r\n" in raw else ""),
+          "if the patch change is intended, run `scripts/uvpatch refresh "
+          "--base %s` or write the new sha256" % base)
+
+
+CRLF_HINT = ("the patches must keep their exact bytes: delete patches/ and "
+             "run `git checkout -- patches` (the repository's "
+             ".gitattributes keeps them as committed, whatever "
+             "core.autocrlf says), or clone with `git clone -c "
+             "core.autocrlf=false`")
 
 
 def check_url(url, field, local):
@@ -371,12 +402,18 @@ def _rel(path):
 def load(root, check_files=True, base=None):
     path = os.path.join(root, "deps.json")
     try:
-        with open(path, "rb") as f:
-            raw = f.read()
+        mode = os.stat(path).st_mode
     except FileNotFoundError:
         raise UvPatchError("deps.json not found in %s" % root,
                            hint="run from the repository or pass --repo",
                            status=EXIT_MANIFEST)
+    if not stat.S_ISREG(mode):
+        # Reading a FIFO would wait for a writer forever.
+        raise UvPatchError("deps.json is %s, not a regular file"
+                           % file_kind(mode), hint="restore it: `git "
+                           "checkout -- deps.json`", status=EXIT_MANIFEST)
+    with open(path, "rb") as f:
+        raw = f.read()
     try:
         data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as e:

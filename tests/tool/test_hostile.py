@@ -13,14 +13,13 @@ import io
 import json
 import os
 import shutil
-import stat
 import subprocess
 import sys
 import tarfile
 import time
 import unittest
 
-from fixture import World, REPO, TOOL, git, write
+from fixture import World, REPO, TOOL, write
 from test_fetch import make_tarball
 
 # How many levels a chain climbs: from the tool's cache/uvpatch/X/extract
