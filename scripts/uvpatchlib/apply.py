@@ -121,7 +121,7 @@ def apply_series(manifest, out, source=None, discard=False):
     return src
 
 
-def _build(manifest, entry, work):
+def _build(manifest, entry, work, quiet=False):
     os.makedirs(work)
     proc.git(["init", "-q", "-b", BRANCH], cwd=work)
     if entry.repo:
@@ -150,7 +150,8 @@ def _build(manifest, entry, work):
         commit = _apply_one(work, path, entry_["file"])
         applied.append({"file": entry_["file"], "sha256": entry_["sha256"],
                         "commit": commit})
-        proc.note("applied %s" % entry_["file"])
+        if not quiet:
+            proc.note("applied %s" % entry_["file"])
     return {"tree": manifest.tree, "base": base, "patches": applied,
             "head": proc.git_out(["rev-parse", "HEAD"], cwd=work)}
 

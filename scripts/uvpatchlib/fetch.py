@@ -63,7 +63,10 @@ class Fetcher:
         self.entry_path = os.path.join(self.cache, manifest.tree)
 
     # The verified entry, from wherever it can be had.
-    def fetch(self, source=None):
+    def fetch(self, source=None, also=()):
+        """``source`` must serve this tree; ``also`` (local sources, such
+        as rebase's --source) are tried after the cache, before
+        UVPATCH_SOURCE, and may lack it."""
         # The cache is shared by every out/: one fetch at a time (the lock
         # is ~/.cache/uvpatch.lock, beside it). Scratch folders seen under
         # the lock were left by a killed run.
@@ -73,9 +76,9 @@ class Fetcher:
             for name in os.listdir(self.cache):
                 if name.startswith(".tmp-"):
                     remove_tree(os.path.join(self.cache, name))
-            return self._fetch(source)
+            return self._fetch(source, also)
 
-    def _fetch(self, source):
+    def _fetch(self, source, also=()):
         tried = []
         if source:
             # A source named for this command must be right: a mismatch
@@ -101,11 +104,13 @@ class Fetcher:
         # holds them all); for one it lacks, the next source is tried. A
         # source that holds the commit with another tree is still refused.
         mirror = os.environ.get("UVPATCH_SOURCE")
+        extra = [("--source %s" % src, src) for src in also]
         if mirror:
-            label = "UVPATCH_SOURCE %s" % mirror
+            extra.append(("UVPATCH_SOURCE %s" % mirror, mirror))
+        for label, path in extra:
             try:
                 return self._install(
-                    lambda tmp: self._from_local(mirror, tmp), label)
+                    lambda tmp: self._from_local(path, tmp), label)
             except Unavailable as e:
                 proc.note("%s: %s" % (label, e))
                 tried.append("%s: %s" % (label, e))
