@@ -1,8 +1,10 @@
 """Each bad input named for what it is: a CRLF, binary-only or
-outside-the-tree patch is not "no diff in the patch", and a FIFO is not
-a missing file."""
+outside-the-tree patch is not "no diff in the patch", a FIFO is not a
+missing file, a --out inside the repository's sources is refused, and
+Ctrl-C while the tool starts prints no traceback."""
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -110,3 +112,47 @@ class FifoManifestTest(World):
         res = self.timed("fetch")
         self.assertFails(res, "deps.json is a FIFO, not a regular file")
         self.assertEqual(res.returncode, 3)
+
+
+class CommandLineTest(World):
+    def test_out_inside_the_sources_is_refused(self):
+        for folder in ("patches", "scripts", os.path.join("patches", "x"),
+                       "."):
+            out = os.path.normpath(os.path.join(self.root, folder))
+            res = subprocess.run(
+                [sys.executable, TOOL, "--repo", self.root, "--out", out,
+                 "apply"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                text=True, env=dict(os.environ, XDG_CACHE_HOME=self.cache))
+            self.assertFails(res, "--out %s is " % out)
+            self.assertEqual(res.returncode, 2)
+            self.assertFalse(os.path.exists(os.path.join(out, self.base,
+                                                         "src")))
+
+    @unittest.skipUnless(hasattr(signal, "SIGINT") and os.name == "posix",
+                         "POSIX signals")
+    def test_ctrl_c_while_starting(self):
+        # -X importtime prints a line as each import ends: the signal
+        # comes while the tool's own modules load, at the k-th of them.
+        for k in range(1, 7):
+            p = subprocess.Popen(
+                [sys.executable, "-X", "importtime", TOOL, "--repo",
+                 self.root, "--out", self.out, "bases"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                text=True)
+            seen, lines = 0, []
+            for line in p.stderr:
+                lines.append(line)
+                if "uvpatchlib" in line:
+                    seen += 1
+                    if seen == k:
+                        p.send_signal(signal.SIGINT)
+                        break
+            lines += p.stderr.read().splitlines(True)
+            p.wait(timeout=30)
+            text = "".join(ln for ln in lines
+                           if not ln.startswith("import time:"))
+            self.assertNotIn("Traceback", text, "signal at import %d" % k)
+            if p.returncode != 0:
+                self.assertEqual(p.returncode, 130, text)
+                self.assertIn("error: interrupted", text)
+                self.assertIn("hint: ", text)
