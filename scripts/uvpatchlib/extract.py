@@ -204,7 +204,7 @@ def _one_member(tar, member, what, dest, root):
         _refuse(what, "member %r appears twice" % name)
     except OSError as e:
         write_failed(dest, e)
-    with os.fdopen(fd, "wb") as out:
+    try:
         try:
             data = tar.extractfile(member)
         except _READ_ERRORS as e:
@@ -217,13 +217,22 @@ def _one_member(tar, member, what, dest, root):
             if not chunk:
                 break
             try:
-                out.write(chunk)
+                _write_all(fd, chunk, os.path.join(folder, parts[-1]))
             except OSError as e:
                 write_failed(dest, e)
+    finally:
+        os.close(fd)
+
+
+def _write_all(fd, data, path):
+    """Writes ``data`` unbuffered: a failed write is raised once, here,
+    with the file's name (a buffered file raises it again on close)."""
+    view = memoryview(data)
+    while view:
         try:
-            out.flush()
+            view = view[os.write(fd, view):]
         except OSError as e:
-            write_failed(dest, e)
+            raise OSError(e.errno, e.strerror, path)
 
 
 def _inside(path, root):
@@ -265,12 +274,14 @@ def _copy(src, dest, what, skip_git, rel):
                 fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL
                              | _NOFOLLOW | _BINARY,
                              0o755 if mode & stat.S_IXUSR else 0o644)
-                with os.fdopen(fd, "wb") as out:
+                try:
                     while True:
                         chunk = f.read(_CHUNK)
                         if not chunk:
                             break
-                        out.write(chunk)
+                        _write_all(fd, chunk, target)
+                finally:
+                    os.close(fd)
         else:
             _refuse(what, "%s is %s" % (name, file_kind(mode)))
 
