@@ -334,22 +334,35 @@ class ManifestUrlTest(World):
     git is never handed one as an option."""
 
     def test_option_like_urls_are_refused(self):
+        from uvpatchlib.errors import UvPatchError
+        from uvpatchlib.manifest import validate
         witness = os.path.join(self.tmp, "ran")
-        for template in OPTION_URLS:
+        original = json.dumps(self.deps_doc())
+        for n, template in enumerate(OPTION_URLS):
             url = template.format(x=witness)
-            for field, set_url in (
-                    ("bases[0].sources[0].url",
-                     lambda u: self.deps["sources"][0].update(url=u)),
-                    ("bases[0].upstream.repository",
-                     lambda u: self.deps["upstream"].update(repository=u))):
-                saved = json.loads(json.dumps(self.deps))
-                set_url(url)
-                self.save_deps()
-                res = self.tool("fetch")
-                self.deps = saved
-                self.assertFails(res, "deps.json: " + field)
-                self.assertEqual(res.returncode, 3, url)
-                self.assertFalse(os.path.exists(witness), url)
+            for field, where in (("bases[0].sources[0].url",
+                                  ("sources", 0, "url")),
+                                 ("bases[0].upstream.repository",
+                                  ("upstream", "repository"))):
+                doc = json.loads(original)
+                obj = doc["bases"][0]
+                for key in where[:-1]:
+                    obj = obj[key]
+                obj[where[-1]] = url
+                with self.assertRaises(UvPatchError, msg=url) as cm:
+                    validate(doc, self.root)
+                self.assertIn("deps.json: " + field, cm.exception.message)
+                self.assertEqual(cm.exception.status, 3)
+                self.assertTrue(cm.exception.hint)
+                if n < 2:
+                    # Through the command line, with a cold cache.
+                    with open(os.path.join(self.root, "deps.json"),
+                              "w") as f:
+                        json.dump(doc, f)
+                    res = self.tool("fetch")
+                    self.assertFails(res, "deps.json: " + field)
+                    self.assertEqual(res.returncode, 3, url)
+                    self.assertFalse(os.path.exists(witness), url)
         self.save_deps()
         self.assertOk(self.tool("fetch"))
 

@@ -53,22 +53,29 @@ class PatchMessageTest(World):
         self.assertNotIn("no diff", res.stderr)
 
     def test_paths_outside_the_tree(self):
+        from uvpatchlib.patchfile import unusable
         text = self.original.decode()
         for old, new, phrase in (
-                ("a/src/core.c", "/tmp/core.c", "an absolute path"),
                 ("b/src/core.c", "b/../core.c", "leaves the tree"),
-                ("a/src/core.c", "src/core.c", "no a/ prefix")):
-            self.put(text.replace(old, new).encode())
-            res = self.tool("apply")
-            self.assertFails(res, "its diff names", phrase,
-                             "relative to the libuv tree")
-            self.assertNotIn("no diff", res.stderr)
+                ("a/src/core.c", "src/core.c", "no a/ prefix"),
+                ("a/src/core.c", "/tmp/core.c", "an absolute path")):
+            message, hint = unusable(text.replace(old, new))
+            self.assertIn("its diff names", message)
+            self.assertIn(phrase, message)
+            self.assertIn("relative to the libuv tree", hint)
+        # git itself would apply it, at tmp/core.c in the tree.
+        self.put(text.replace("a/src/core.c", "/tmp/core.c").encode())
+        res = self.tool("apply")
+        self.assertFails(res, "0002-core-line30.patch: its diff names "
+                         "'/tmp/core.c': an absolute path")
+        self.assertNotIn("no diff", res.stderr)
 
     def test_no_diff_at_all(self):
+        from uvpatchlib.patchfile import unusable
         text = self.original.decode()
-        self.put(text[:text.index("---\n")].encode() + b"---\n")
-        res = self.tool("apply")
-        self.assertFails(res, "no diff in the patch")
+        message, hint = unusable(text[:text.index("---\n")] + "---\n")
+        self.assertEqual(message, "no diff in the patch")
+        self.assertIn("`diff --git`", hint)
 
 
 @unittest.skipUnless(hasattr(os, "mkfifo"), "needs FIFOs")

@@ -498,7 +498,6 @@ class RebaseBasesTest(RebaseWorld):
                           "0003-timer-b.patch"])
         self.assertUntouched()
         self.assertUntouched("v0.0.2")
-        self.assertConsistent("v0.0.3")
 
     def test_furthest_of_two_that_stop(self):
         # Neither series applies whole; the one that gets further is
