@@ -101,7 +101,8 @@ class InstallFaultTest(BuildWorld):
         script = (
             "mount --bind {ro} {ro} && mount -o remount,bind,ro {ro} "
             "|| exit 99\n"
-            "{tool} build --prefix {ro}/libuv >{log}.1 2>&1; echo $? >>{log}.1\n"
+            "{tool} build --prefix {ro}/libuv >{log}.1 2>&1\n"
+            "echo $? >>{log}.1\n"
             "mount -t tmpfs -o size=1m tmpfs {ro} || exit 99\n"
             "{tool} build --prefix {ro} >{log}.2 2>&1; echo $? >>{log}.2\n"
         ).format(ro=ro, log=log, tool=" ".join(self.argv()))
