@@ -35,7 +35,7 @@ class AutocrlfCloneTest(World):
             os.unlink(os.path.join(self.root, ".gitattributes"))
         git(["add", "-A"], self.root)
         git(["commit", "-q", "-m", "project"], self.root)
-        clone = os.path.join(self.tmp, "clone")
+        clone = os.path.join(self.tmp, "clone-%s" % attributes)
         git(["-c", "core.autocrlf=true", "clone", "-q", self.root, clone],
             self.tmp)
         return clone
@@ -47,11 +47,14 @@ class AutocrlfCloneTest(World):
         tool = os.path.join(clone, "scripts", "uvpatch")
         argv = ([sys.executable] if via_python else []) + [tool]
         return subprocess.run(
-            argv + ["--out", os.path.join(self.tmp, "clone-out")]
-            + list(args), env=env, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True)
+            argv + ["--out", clone + "-out"] + list(args), env=env,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
-    def test_autocrlf_clone_passes_check_and_apply(self):
+    def test_autocrlf_clone(self):
+        self.with_attributes()
+        self.without_attributes()
+
+    def with_attributes(self):
         clone = self.clone()
         name = self.base_now()["series"][0]["file"]
         for rel in ("deps.json", os.path.join("patches", self.base, name)):
@@ -69,7 +72,8 @@ class AutocrlfCloneTest(World):
         self.assertOk(res)
         self.assertIn("up to date", res.stderr)
 
-    def test_crlf_patches_are_named_as_line_endings(self):
+    def without_attributes(self):
+        # The patches come out with CRLF: named as line endings.
         clone = self.clone(attributes=False)
         res = self.run_clone(clone, "check", via_python=True)
         self.assertFails(res, "has CRLF line endings",

@@ -367,6 +367,8 @@ class ManifestUrlTest(World):
         self.assertOk(self.tool("fetch"))
 
     def test_debian_fields_cannot_be_options(self):
+        from uvpatchlib.errors import UvPatchError
+        from uvpatchlib.manifest import validate
         spec = {"kind": "debian", "package": "libuv1", "version": "1.0-1",
                 "suite": "trixie", "file": "libuv1_1.0.orig.tar.gz",
                 "sha256": "0" * 64}
@@ -374,10 +376,16 @@ class ManifestUrlTest(World):
                            ("suite", "-o"), ("file", "-x.tar.gz"),
                            ("file", "..")):
             self.deps["sources"] = [dict(spec, **{key: value})]
-            self.save_deps()
-            res = self.tool("fetch")
-            self.assertFails(res, "bases[0].sources[0].%s" % key)
-            self.assertEqual(res.returncode, 3)
+            with self.assertRaises(UvPatchError) as cm:
+                validate({"schema": 2, "default_base": self.base,
+                          "bases": [self.deps]}, self.root)
+            self.assertIn("bases[0].sources[0].%s" % key,
+                          cm.exception.message)
+            self.assertEqual(cm.exception.status, 3)
+        self.save_deps()
+        res = self.tool("fetch")
+        self.assertFails(res, "bases[0].sources[0].file: '..' is not")
+        self.assertEqual(res.returncode, 3)
 
     def test_git_gets_urls_after_double_dash(self):
         # Even past validation, git reads a URL as a repository.
