@@ -7,13 +7,13 @@ whole series applied, so a failure or a crash leaves the previous tree.
 import json
 import os
 import re
-import shutil
 
 from . import proc
 from .errors import UvPatchError, EXIT_APPLY, EXIT_STATE
+from .extract import copy_tree
 from .fetch import Fetcher
 from .fsutil import remove_tree, replace_dir, recover_dir, write_atomic
-from .patchfile import Patch, hunk_ranges_of_diff
+from .patchfile import Patch, hunk_ranges_of_diff, unusable
 
 STATE_FILE = "uvpatch-state.json"
 BASE_TAG = "uvpatch-base"
@@ -121,11 +121,11 @@ def apply_series(manifest, out, source=None, discard=False):
     return src
 
 
-def _build(manifest, entry, work):
+def _build(manifest, entry, work, quiet=False):
     os.makedirs(work)
     proc.git(["init", "-q", "-b", BRANCH], cwd=work)
     if entry.repo:
-        proc.git(["fetch", "-q", "--no-tags", "--update-shallow",
+        proc.git(["fetch", "-q", "--no-tags", "--update-shallow", "--",
                   entry.repo, manifest.commit], cwd=work)
         proc.git(["reset", "-q", "--hard", manifest.commit], cwd=work)
         # The cache may hold the pinned commit without its parents: say so,
@@ -150,7 +150,8 @@ def _build(manifest, entry, work):
         commit = _apply_one(work, path, entry_["file"])
         applied.append({"file": entry_["file"], "sha256": entry_["sha256"],
                         "commit": commit})
-        proc.note("applied %s" % entry_["file"])
+        if not quiet:
+            proc.note("applied %s" % entry_["file"])
     return {"tree": manifest.tree, "base": base, "patches": applied,
             "head": proc.git_out(["rev-parse", "HEAD"], cwd=work)}
 
@@ -204,13 +205,9 @@ def _keep_mtimes(old, new):
 
 
 def _copy_tree(tree_dir, work):
-    for name in os.listdir(tree_dir):
-        src = os.path.join(tree_dir, name)
-        dest = os.path.join(work, name)
-        if os.path.isdir(src) and not os.path.islink(src):
-            shutil.copytree(src, dest, symlinks=True)
-        else:
-            shutil.copy2(src, dest, follow_symlinks=False)
+    # Regular files and folders only, and the first error as itself (a
+    # full disk is an OSError, not shutil.Error's list of every file).
+    copy_tree(tree_dir, work, exist_ok=True)
 
 
 def _apply_one(work, path, name):
@@ -218,17 +215,17 @@ def _apply_one(work, path, name):
               newline="") as f:
         text = f.read()
     patch = Patch(text)
-    if not patch.hunks:
-        raise UvPatchError("%s: no diff in the patch" % name,
-                           hint="a patch must change at least one file",
+    problem = unusable(text)
+    if problem:
+        raise UvPatchError("%s: %s" % (name, problem[0]), hint=problem[1],
                            status=EXIT_APPLY)
     res = proc.git(["am", "-q", "--whitespace=error",
-                    "--committer-date-is-author-date", path],
+                    "--committer-date-is-author-date", "--", path],
                    cwd=work, env=AM_IDENTITY, check=False)
     if res.returncode != 0:
         detail = (res.stdout + res.stderr).strip()
         proc.git(["am", "--abort"], cwd=work, check=False)
-        if proc.git(["apply", "--check", path], cwd=work,
+        if proc.git(["apply", "--check", "--", path], cwd=work,
                     check=False).returncode == 0:
             # The diff fits: git am failed for another reason (a full
             # disk, permissions, a damaged mail header). Say that.

@@ -1,6 +1,7 @@
 """The command line: one table of subcommands, one error path."""
 
 import argparse
+import errno
 import os
 import sys
 
@@ -356,6 +357,8 @@ def main(argv=None):
     args.out_root = os.path.abspath(args.out or os.path.join(args.repo,
                                                              "out"))
     try:
+        if args.out:
+            check_out(args.out_root, args.repo)
         manifest = load(args.repo, base=_base_of(args))
         # Each base works in a folder of its own: bases never overwrite
         # each other's trees and builds.
@@ -370,10 +373,49 @@ def main(argv=None):
         # Something changed under our feet (a file removed while we ran,
         # a full disk, a permission): say what, without a traceback.
         print("error: %s" % e, file=sys.stderr)
-        print("hint: fix the cause named above and run the command again",
-              file=sys.stderr)
+        print("hint: " + os_error_hint(e), file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
+        print("hint: " + INTERRUPTED_HINT, file=sys.stderr)
         return 130
     return 0
+
+
+INTERRUPTED_HINT = ("run the command again: it finishes or undoes what the "
+                    "interrupted run left")
+
+
+def os_error_hint(e):
+    if e.errno in (errno.ENOSPC, errno.EDQUOT):
+        return ("free space on the disk of %s (or move the work folder with "
+                "--out, the cache with XDG_CACHE_HOME), then run the command "
+                "again; nothing half-written is kept"
+                % (e.filename or "the file named above"))
+    if e.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        return ("make %s writable, or choose another folder, then run the "
+                "command again" % (e.filename or "the file named above"))
+    return "fix the cause named above and run the command again"
+
+
+def check_out(out_root, repo):
+    """Refuses a work folder the tool would write into the sources of:
+    the repository itself, a folder holding it, or one of its tracked
+    folders (patches/ is rewritten by refresh, scripts/ runs)."""
+    real = os.path.realpath(out_root)
+    root = os.path.realpath(repo)
+    what = "the repository or a folder holding it" \
+        if _inside(root, real) else None
+    for name in ("patches", "scripts", "tests", "ci", ".ci", ".git"):
+        if _inside(real, os.path.join(root, name)):
+            what = "inside the repository's %s/" % name
+    if what:
+        raise UvPatchError(
+            "--out %s is %s" % (out_root, what),
+            hint="use out/ (the default) or a folder outside the "
+                 "repository's patches/, scripts/, tests/ and ci/",
+            status=EXIT_USAGE)
+
+
+def _inside(path, folder):
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)

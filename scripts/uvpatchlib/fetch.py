@@ -16,6 +16,9 @@ import urllib.request
 
 from . import proc
 from .errors import UvPatchError, EXIT_FETCH
+from .extract import (NOT_A_SOURCE, NotARegularFile, copy_tree,
+                      extract_tarball, open_regular, source_kind,
+                      tree_problem, write_failed)
 from .fsutil import Lock, remove_tree, write_atomic
 from .gittree import tree_id
 from .manifest import sha256_file
@@ -60,7 +63,10 @@ class Fetcher:
         self.entry_path = os.path.join(self.cache, manifest.tree)
 
     # The verified entry, from wherever it can be had.
-    def fetch(self, source=None):
+    def fetch(self, source=None, also=()):
+        """``source`` must serve this tree; ``also`` (local sources, such
+        as rebase's --source) are tried after the cache, before
+        UVPATCH_SOURCE, and may lack it."""
         # The cache is shared by every out/: one fetch at a time (the lock
         # is ~/.cache/uvpatch.lock, beside it). Scratch folders seen under
         # the lock were left by a killed run.
@@ -70,9 +76,9 @@ class Fetcher:
             for name in os.listdir(self.cache):
                 if name.startswith(".tmp-"):
                     remove_tree(os.path.join(self.cache, name))
-            return self._fetch(source)
+            return self._fetch(source, also)
 
-    def _fetch(self, source):
+    def _fetch(self, source, also=()):
         tried = []
         if source:
             # A source named for this command must be right: a mismatch
@@ -98,11 +104,13 @@ class Fetcher:
         # holds them all); for one it lacks, the next source is tried. A
         # source that holds the commit with another tree is still refused.
         mirror = os.environ.get("UVPATCH_SOURCE")
+        extra = [("--source %s" % src, src) for src in also]
         if mirror:
-            label = "UVPATCH_SOURCE %s" % mirror
+            extra.append(("UVPATCH_SOURCE %s" % mirror, mirror))
+        for label, path in extra:
             try:
                 return self._install(
-                    lambda tmp: self._from_local(mirror, tmp), label)
+                    lambda tmp: self._from_local(path, tmp), label)
             except Unavailable as e:
                 proc.note("%s: %s" % (label, e))
                 tried.append("%s: %s" % (label, e))
@@ -136,8 +144,13 @@ class Fetcher:
         problem = None
         try:
             entry = CacheEntry(self.entry_path)
-            actual = tree_id(entry.tree_dir)
-            if actual != self.manifest.tree:
+            # A .git or a link in it would pass the tree id (a top-level
+            # .git is not hashed) and then break every apply.
+            odd = tree_problem(entry.tree_dir)
+            actual = None if odd else tree_id(entry.tree_dir)
+            if odd:
+                problem = "is damaged (%s)" % odd
+            elif actual != self.manifest.tree:
                 problem = "holds tree %s" % actual
             elif entry.repo and _commit_tree(entry.repo,
                                              self.manifest.commit) \
@@ -160,6 +173,10 @@ class Fetcher:
         tmp = tempfile.mkdtemp(prefix=".tmp-", dir=self.cache)
         try:
             info = produce(tmp)
+            odd = tree_problem(os.path.join(tmp, "tree"))
+            if odd:
+                raise UvPatchError("%s: %s" % (label, odd),
+                                   hint=NOT_A_SOURCE, status=EXIT_FETCH)
             actual = tree_id(os.path.join(tmp, "tree"))
             if actual != self.manifest.tree:
                 raise UvPatchError(
@@ -181,9 +198,14 @@ class Fetcher:
 
     # Sources.
     def _from_local(self, src, tmp):
-        if not os.path.exists(src):
+        try:
+            # Only these are read: a FIFO or /dev/zero would never end.
+            kind = source_kind(src)
+        except FileNotFoundError:
             raise Unavailable("does not exist")
-        if os.path.isdir(src):
+        except NotARegularFile as e:
+            raise Unavailable(str(e))
+        if kind == "dir":
             if _is_git_repo(src):
                 try:
                     return self._from_git(src, tmp)
@@ -192,12 +214,13 @@ class Fetcher:
                         raise
                     proc.note("%s: %s; using its work tree" % (src, e))
                     remove_tree(os.path.join(tmp, "upstream.git"))
-            dest = os.path.join(tmp, "tree")
-            shutil.copytree(src, dest, symlinks=True,
-                            ignore=_ignore_top_git(src))
+            copy_tree(src, os.path.join(tmp, "tree"), skip_top_git=True)
             return {"source": "directory", "path": os.path.abspath(src)}
-        with open(src, "rb") as f:
-            head = f.read(16)
+        try:
+            with open_regular(src) as f:
+                head = f.read(16)
+        except NotARegularFile as e:
+            raise Unavailable(str(e))
         if head.startswith(b"# v2 git bundle") or \
                 head.startswith(b"# v3 git bundle"):
             return self._from_git(os.path.abspath(src), tmp)
@@ -212,16 +235,17 @@ class Fetcher:
     def _from_git(self, url, tmp):
         repo = os.path.join(tmp, "upstream.git")
         commit = self.manifest.commit
-        proc.git(["init", "-q", "--bare", repo])
+        proc.git(["init", "-q", "--bare", "--", repo])
         if os.path.isfile(url):
             # A bundle carries refs, not arbitrary commits: take them all.
-            res = proc.git(["fetch", "-q", "--no-tags", url,
+            res = proc.git(["fetch", "-q", "--no-tags", "--", url,
                             "+refs/*:refs/bundle/*"], cwd=repo, check=False)
         else:
             if os.path.isdir(url):
                 url = "file://" + os.path.abspath(url)
+            # "--": a URL is never an option (--upload-pack=...).
             res = proc.git(["fetch", "-q", "--no-tags", "--depth", "1",
-                            url, commit], cwd=repo, check=False)
+                            "--", url, commit], cwd=repo, check=False)
         if res.returncode != 0:
             raise Unavailable(_first_line(res.stderr) or
                               "git fetch failed (status %d)"
@@ -252,7 +276,15 @@ class Fetcher:
             with urllib.request.urlopen(spec["url"],
                                         timeout=NETWORK_TIMEOUT) as r, \
                     open(path, "wb") as f:
-                shutil.copyfileobj(r, f)
+                while True:
+                    chunk = r.read(1 << 20)
+                    if not chunk:
+                        break
+                    try:
+                        f.write(chunk)
+                    except OSError as e:
+                        # The disk's fault, not the download's.
+                        write_failed(path, e)
         except OSError as e:
             raise Unavailable("cannot download: %s" % e)
         return self._from_tarball(path, tmp, spec)
@@ -263,7 +295,8 @@ class Fetcher:
         work = os.path.join(tmp, "apt")
         os.makedirs(work)
         res = proc.run(["apt-get", "source", "--download-only",
-                        "-q", "%s=%s" % (spec["package"], spec["version"])],
+                        "-q", "--", "%s=%s" % (spec["package"],
+                                               spec["version"])],
                        cwd=work, capture=True, check=False)
         path = os.path.join(work, spec["file"])
         if res.returncode != 0 or not os.path.isfile(path):
@@ -276,7 +309,11 @@ class Fetcher:
         return self._from_tarball(path, tmp, spec)
 
     def _from_tarball(self, path, tmp, spec):
-        digest = sha256_file(path)
+        try:
+            with open_regular(path) as f:
+                digest = sha256_file(f)
+        except NotARegularFile as e:
+            raise Unavailable(str(e))
         known = spec
         if known is None:
             name = os.path.basename(path)
@@ -293,7 +330,7 @@ class Fetcher:
             proc.note("%s is not a tarball named in deps.json: verified by "
                       "tree id only" % path)
         extract = os.path.join(tmp, "extract")
-        _safe_extract(path, extract)
+        extract_tarball(path, extract)
         entries = os.listdir(extract)
         top = os.path.join(extract, entries[0]) if len(entries) == 1 else ""
         os.rename(top if top and os.path.isdir(top) else extract,
@@ -366,14 +403,6 @@ def _is_git_repo(path):
             and os.path.isdir(os.path.join(path, "objects")))
 
 
-def _ignore_top_git(top):
-    top = os.path.abspath(top)
-
-    def ignore(folder, names):
-        return [".git"] if os.path.abspath(folder) == top else []
-    return ignore
-
-
 def _commit_tree(repo, commit):
     res = proc.git(["rev-parse", "--verify", "-q", commit + "^{tree}"],
                    cwd=repo, check=False)
@@ -388,45 +417,3 @@ def _checkout(repo, commit, dest):
     proc.git(["read-tree", commit], cwd=repo, env=env)
     proc.git(["checkout-index", "-a", "-f"], cwd=repo, env=env)
     os.unlink(index)
-
-
-_NOT_A_SOURCE = "this is not a source tarball of libuv; use another source"
-
-
-def _safe_extract(path, dest):
-    """Extracts a tarball, refusing members that would land outside."""
-    os.makedirs(dest)
-    root = os.path.realpath(dest)
-    try:
-        with tarfile.open(path) as tar:
-            members = tar.getmembers()
-            for m in members:
-                target = os.path.realpath(os.path.join(dest, m.name))
-                if not (target == root or target.startswith(root + os.sep)):
-                    raise UvPatchError(
-                        "tarball %s: member %r points outside the tree"
-                        % (path, m.name), hint=_NOT_A_SOURCE,
-                        status=EXIT_FETCH)
-                if m.islnk() or m.issym():
-                    link = os.path.realpath(os.path.join(
-                        os.path.dirname(target), m.linkname)) \
-                        if m.issym() else \
-                        os.path.realpath(os.path.join(dest, m.linkname))
-                    if not link.startswith(root + os.sep):
-                        raise UvPatchError(
-                            "tarball %s: link %r points outside the tree"
-                            % (path, m.name), hint=_NOT_A_SOURCE,
-                            status=EXIT_FETCH)
-                if m.isdev():
-                    raise UvPatchError("tarball %s: device member %r"
-                                       % (path, m.name), hint=_NOT_A_SOURCE,
-                                       status=EXIT_FETCH)
-            # Members were checked above; 'tar' keeps modes (git records
-            # the executable bit) and refuses anything unsafe left over.
-            if hasattr(tarfile, "tar_filter"):
-                tar.extractall(dest, members=members, filter="tar")
-            else:
-                tar.extractall(dest, members=members)
-    except (tarfile.TarError, EOFError, OSError) as e:
-        raise UvPatchError("tarball %s is damaged: %s" % (path, e),
-                           hint="download it again", status=EXIT_FETCH)

@@ -3,6 +3,8 @@
 import errno
 import os
 import shutil
+import stat
+import sys
 import tempfile
 
 from .errors import UvPatchError, EXIT_STATE
@@ -23,6 +25,18 @@ def write_atomic(path, data):
     except BaseException:
         _unlink_quietly(tmp)
         raise
+
+
+def file_kind(mode):
+    """What a file that is not a regular one is, for messages."""
+    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISLNK, "a symbolic link")):
+        if test(mode):
+            return name
+    return "not a regular file"
 
 
 def _unlink_quietly(path):
@@ -51,6 +65,29 @@ def replace_dir(new, dest):
         os.rename(dest, old)
     os.rename(new, dest)
     remove_tree(old)
+
+
+def exchange(a, b):
+    """Swaps the folders ``a`` and ``b`` in one step, so that ``b`` never
+    stops existing (Linux's renameat2 RENAME_EXCHANGE). False where the
+    system or the file system cannot; nothing has changed then."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):   # a libc without it
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b),
+                 rename_exchange) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS,
+               getattr(errno, "ENOTSUP", errno.EINVAL)):
+        return False
+    raise OSError(err, os.strerror(err), b)
 
 
 def recover_dir(dest):

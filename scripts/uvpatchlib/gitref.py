@@ -10,6 +10,7 @@ import re
 
 from . import proc
 from .errors import UvPatchError, EXIT_FETCH
+from .extract import NotARegularFile, source_kind
 
 _HEX = re.compile(r"^[0-9a-f]{4,40}$")
 
@@ -28,8 +29,22 @@ def default_source(manifest):
     return spec["url"] if spec else None
 
 
+def check_local(src):
+    """Refuses a local source that is neither a regular file nor a
+    folder: a FIFO would block git and this tool, /dev/zero never end."""
+    try:
+        source_kind(src)
+    except (FileNotFoundError, NotADirectoryError):
+        pass
+    except NotARegularFile as e:
+        raise UvPatchError("source %s %s" % (src, e),
+                           hint="give a git repository or bundle, a tarball "
+                                "or a folder", status=EXIT_FETCH)
+
+
 def is_git_source(src):
     """A local repository or bundle, or a URL git can fetch from."""
+    check_local(src)
     if os.path.isdir(src):
         return (os.path.isdir(os.path.join(src, ".git"))
                 or os.path.isfile(os.path.join(src, "HEAD"))
@@ -43,6 +58,7 @@ def is_git_source(src):
 
 def resolve(src, ref):
     """The commit ``ref`` names in ``src``; UvPatchError when none."""
+    check_local(src)
     if os.path.isdir(src):
         # A local repository answers any revision git understands.
         res = proc.git(["rev-parse", "-q", "--verify", ref + "^{commit}"],
@@ -74,7 +90,7 @@ def resolve(src, ref):
 
 def _ls_remote(src):
     url = "file://" + os.path.abspath(src) if os.path.isdir(src) else src
-    res = proc.git(["ls-remote", url], check=False)
+    res = proc.git(["ls-remote", "--", url], check=False)
     if res.returncode != 0:
         first = (res.stderr or "").strip().splitlines()
         raise UvPatchError(
@@ -111,6 +127,7 @@ def fetch_commit(repo, src, commit, depth=None):
     args = ["fetch", "-q", "--no-tags"]
     if depth and not os.path.isfile(src):
         args += ["--depth", str(depth)]
+    args.append("--")
     if os.path.isfile(src):
         # A bundle carries refs, not arbitrary commits: take them all.
         res = proc.git(args + [src, "+refs/*:refs/uvpatch-source/*"],

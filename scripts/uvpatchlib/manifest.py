@@ -9,8 +9,11 @@ import hashlib
 import json
 import os
 import re
+import stat
+import urllib.parse
 
 from .errors import UvPatchError, EXIT_MANIFEST, EXIT_USAGE
+from .fsutil import file_kind
 
 SCHEMA = 2
 
@@ -26,6 +29,19 @@ _HEX40 = re.compile(r"^[0-9a-f]{40}\Z")
 _HEX64 = re.compile(r"^[0-9a-f]{64}\Z")
 _PATCH_NAME = re.compile(r"^[0-9]{4}-[A-Za-z0-9][A-Za-z0-9._-]*\.patch\Z")
 _CASE = re.compile(r"^[a-z0-9_]+/[a-z0-9_]+\Z")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_TAG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+/@-]*\Z")
+# Debian's forms: a package name, a version, a suite; none can be an
+# option to apt-get.
+_DEBIAN_FIELDS = (
+    ("package", re.compile(r"^[a-z0-9][a-z0-9+.-]+\Z"),
+     "a Debian package name"),
+    ("version", re.compile(r"^[0-9][A-Za-z0-9.+~:-]*\Z"),
+     "a Debian version like 1.50.0-2"),
+    ("suite", re.compile(r"^[a-z0-9][a-z0-9.-]*\Z"),
+     "a Debian suite like trixie"),
+    ("file", re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+~-]*\Z"),
+     "a file name like libuv-1.50.0.tar.gz"))
 # A base's name is also its folder under patches/ and out/.
 _BASE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*\Z")
 
@@ -147,10 +163,17 @@ def _check_hex(value, pattern, field, what):
 
 
 def sha256_file(path):
-    digest = hashlib.sha256()
+    """The sha256 of a file, given by its path or as an open file."""
+    if hasattr(path, "read"):
+        return _sha256_of(path)
     with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
+        return _sha256_of(f)
+
+
+def _sha256_of(f):
+    digest = hashlib.sha256()
+    for chunk in iter(lambda: f.read(1 << 20), b""):
+        digest.update(chunk)
     return digest.hexdigest()
 
 
@@ -205,6 +228,10 @@ def _validate_base(data, where, folder, check_files):
     up = data["upstream"]
     _check_fields(up, "upstream", where + ".upstream")
     _check_hex(up["commit"], _HEX40, where + ".upstream.commit", "commit id")
+    check_url(up["repository"], where + ".upstream.repository", local=True)
+    if not _TAG.match(up["tag"]):
+        _fail(where + ".upstream.tag", "%r is not a tag or label like "
+              "v1.50.0" % up["tag"], "use letters, digits and . _ + - / @")
     _check_hex(up["tree"], _HEX40, where + ".upstream.tree", "tree id")
 
     kinds = set()
@@ -224,6 +251,13 @@ def _validate_base(data, where, folder, check_files):
         if "file" in src and os.path.basename(src["file"]) != src["file"]:
             _fail(swhere + ".file", "must be a plain file name",
                   "drop the directory part")
+        if "url" in src:
+            check_url(src["url"], swhere + ".url",
+                      local=kind == "git")
+        for key, pattern, example in _DEBIAN_FIELDS:
+            if key in src and not pattern.match(src[key]):
+                _fail("%s.%s" % (swhere, key), "%r is not %s"
+                      % (src[key], example), "write it as Debian does")
 
     seen = set()
     for i, entry in enumerate(data["series"]):
@@ -279,18 +313,8 @@ def _validate_base(data, where, folder, check_files):
                 _fail(ewhere + ".repairs", "%r is not program/case"
                       % (case,), "write e.g. udp_errqueue/send_only")
         if check_files:
-            path = os.path.join(folder, name)
-            if not os.path.isfile(path):
-                _fail(ewhere + ".file", "%s does not exist" % _rel(path),
-                      "add the file or remove the entry")
-            actual = sha256_file(path)
-            if actual != entry["sha256"]:
-                _fail(ewhere + ".sha256",
-                      "does not match %s (expected %s, actual %s)"
-                      % (_rel(path), entry["sha256"], actual),
-                      "if the patch change is intended, run "
-                      "`scripts/uvpatch refresh --base %s` or write the new "
-                      "sha256" % data["name"])
+            _check_patch_file(os.path.join(folder, name), entry["sha256"],
+                              ewhere, data["name"])
     if check_files:
         listed = set(seen)
         if os.path.isdir(folder):
@@ -299,6 +323,74 @@ def _validate_base(data, where, folder, check_files):
                     _fail(where + ".series", "%s is not listed"
                           % _rel(os.path.join(folder, name)),
                           "add it to the series or delete the file")
+
+
+def _check_patch_file(path, expected, where, base):
+    """The listed patch file exists, is a regular file (a FIFO would
+    hang the read) and has the recorded sha256."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        _fail(where + ".file", "%s does not exist" % _rel(path),
+              "add the file or remove the entry")
+    except OSError as e:
+        _fail(where + ".file", "%s cannot be read: %s"
+              % (_rel(path), e.strerror), "fix the name or the file")
+    if not stat.S_ISREG(mode):
+        _fail(where + ".file", "%s is %s, not a regular file"
+              % (_rel(path), file_kind(mode)),
+              "put the patch file itself there")
+    with open(path, "rb") as f:
+        raw = f.read()
+    actual = hashlib.sha256(raw).hexdigest()
+    if actual == expected:
+        return
+    if b"\r\n" in raw and hashlib.sha256(
+            raw.replace(b"\r\n", b"\n")).hexdigest() == expected:
+        # Not an edit: a checkout turned LF into CRLF (core.autocrlf).
+        _fail(where + ".sha256", "%s has CRLF line endings; with LF, as "
+              "recorded, it matches" % _rel(path), CRLF_HINT)
+    _fail(where + ".sha256", "does not match %s (expected %s, actual %s)%s"
+          % (_rel(path), expected, actual,
+             "; its lines end in CRLF" if b"\r\n" in raw else ""),
+          "if the patch change is intended, run `scripts/uvpatch refresh "
+          "--base %s` or write the new sha256" % base)
+
+
+CRLF_HINT = ("the patches must keep their exact bytes: delete patches/ and "
+             "run `git checkout -- patches` (the repository's "
+             ".gitattributes keeps them as committed, whatever "
+             "core.autocrlf says), or clone with `git clone -c "
+             "core.autocrlf=false`")
+
+
+def check_url(url, field, local):
+    """A URL in deps.json is data handed to git or urllib, never an
+    option: https://HOST/..., file:///PATH or, with ``local``, an
+    absolute local path. Anything else (an option, ssh, ext::, a bare
+    name git would read as HOST:PATH) is refused."""
+    allowed = "https://HOST/PATH or file:///PATH" + (
+        ", or an absolute local path" if local else "")
+    if _CONTROL.search(url) or url != url.strip():
+        _fail(field, "%r holds control characters or surrounding blanks"
+              % url, "write a plain URL: %s" % allowed)
+    if url.startswith("-"):
+        _fail(field, "%r starts with '-': git would read it as an option"
+              % url, "write a URL: %s" % allowed)
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme == "https" and parts.netloc and \
+            not parts.netloc.startswith("-"):
+        return
+    if parts.scheme == "file" and parts.path.startswith("/") and \
+            parts.netloc in ("", "localhost"):
+        return
+    # C:\ is a drive on Windows only; elsewhere git reads HOST:PATH.
+    if local and (url.startswith("/") or os.name == "nt" and re.match(
+            r"^[A-Za-z]:[\\/]", url)):
+        return
+    _fail(field, "%r is not an https, file:// or local source" % url,
+          "write %s (other schemes, such as ssh, http or ext::, are not "
+          "taken)" % allowed)
 
 
 def _rel(path):
@@ -310,12 +402,18 @@ def _rel(path):
 def load(root, check_files=True, base=None):
     path = os.path.join(root, "deps.json")
     try:
-        with open(path, "rb") as f:
-            raw = f.read()
+        mode = os.stat(path).st_mode
     except FileNotFoundError:
         raise UvPatchError("deps.json not found in %s" % root,
                            hint="run from the repository or pass --repo",
                            status=EXIT_MANIFEST)
+    if not stat.S_ISREG(mode):
+        # Reading a FIFO would wait for a writer forever.
+        raise UvPatchError("deps.json is %s, not a regular file"
+                           % file_kind(mode), hint="restore it: `git "
+                           "checkout -- deps.json`", status=EXIT_MANIFEST)
+    with open(path, "rb") as f:
+        raw = f.read()
     try:
         data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as e:

@@ -85,3 +85,64 @@ def _range(header):
 
 def hunk_ranges_of_diff(text):
     return Patch(text).hunk_ranges()
+
+
+_DIFF_ANY = re.compile(r"^diff --git (\S+) (\S+)$")
+
+
+def _outside(path, prefix):
+    """Why a path of a diff header is not a path in the tree, or ''."""
+    if path == "/dev/null":
+        return ""
+    if path.startswith("/"):
+        return "an absolute path"
+    if not path.startswith(prefix):
+        return "no %s prefix" % prefix
+    parts = path[len(prefix):].split("/")
+    if "" in parts or "." in parts or ".." in parts or "\\" in path:
+        return "a path that leaves the tree"
+    return ""
+
+
+def unusable(text):
+    """(message, hint) when a patch file cannot be applied as the series
+    applies patches, naming the real cause; None when it can be tried."""
+    if "\r\n" in text:
+        return ("its lines end in CRLF (\\r\\n), not LF as `git "
+                "format-patch` writes them",
+                "convert the file back to LF (`sed -i 's/\\r$//' FILE`, "
+                "or check it out again: the repository's .gitattributes "
+                "keeps patches byte-exact) and write its new sha256 in "
+                "deps.json")
+    header = False
+    for line in text.split("\n"):
+        m = _DIFF_ANY.match(line)
+        if m:
+            header = True
+            paths = [(m.group(1), "a/"), (m.group(2), "b/")]
+        elif header and line.startswith(("--- ", "+++ ")):
+            path = line[4:].split("\t")[0]
+            paths = [(path, "a/" if line[0] == "-" else "b/")]
+        elif line.startswith("@@ "):
+            header = False
+            continue
+        else:
+            continue
+        for path, prefix in paths:
+            why = _outside(path, prefix)
+            if why:
+                return ("its diff names %r: %s" % (path, why),
+                        "paths in a patch are relative to the libuv tree, "
+                        "as a/PATH and b/PATH (`git format-patch` writes "
+                        "them so); remake the patch from a commit")
+    if Patch(text).hunks:
+        return None
+    if "\nGIT binary patch\n" in text or re.search(
+            r"^Binary files .* differ$", text, re.M):
+        return ("it holds only a binary diff; the series applies text "
+                "diffs, whose hunks it checks line by line",
+                "leave binary files out of the series, or make the change "
+                "in text files")
+    return ("no diff in the patch",
+            "a patch must change at least one file, with `diff --git` and "
+            "`@@` hunks as `git format-patch` writes them")

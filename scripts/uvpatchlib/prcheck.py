@@ -81,7 +81,7 @@ class Tree:
             os.makedirs(path)
             proc.git(["init", "-q"], cwd=path)
         proc.git(["fetch", "-q", "--no-tags", "--update-shallow", "--force",
-                  repo, "+refs/heads/*:refs/remotes/prs/*"], cwd=path)
+                  "--", repo, "+refs/heads/*:refs/remotes/prs/*"], cwd=path)
 
     def checkout(self, commit):
         proc.git(["checkout", "-q", "-f", "--detach", commit], cwd=self.path)

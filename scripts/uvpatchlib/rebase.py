@@ -17,11 +17,12 @@ import shutil
 import tarfile
 import tempfile
 
-from . import gitref, proc
+from . import gitref, proc, rebasetry
 from .apply import (AM_IDENTITY, BASE_TAG, STATE_FILE, _build, apply_series,
                     declare_shallow, local_changes, read_state)
 from .errors import UvPatchError, EXIT_APPLY, EXIT_FETCH, EXIT_STATE
-from .fetch import Fetcher, _safe_extract
+from .extract import extract_tarball
+from .fetch import Fetcher
 from .fsutil import remove_tree, replace_dir, write_atomic
 from .gittree import tree_id
 from .manifest import Manifest, sha256_file, validate
@@ -69,18 +70,26 @@ def start(manifest, out_root, ref, source=None, name=None, nearest=True):
             status=EXIT_STATE)
     proc.step("rebase: fetch %s" % ref)
     found, scratch = _locate(manifest, out_root, ref, source)
+    # Every tree the rebase needs comes from --source too when it is a
+    # repository or bundle (it holds the old bases as well as REF).
+    also = rebasetry.tree_sources(source)
     try:
-        if nearest:
-            manifest = _nearest(manifest, found)
         onto, notes = _onto(manifest, found, name)
-        upstream_has = _already_upstream(manifest, found)
-        # The old series must apply on the old base: its commits give
-        # the three-way merges their common ancestors.
-        old_src = apply_series(manifest, os.path.join(out_root,
-                                                      manifest.name))
         target = validate(manifest.doc_with(onto), manifest.root,
                           check_files=False, base=onto["name"])
         entry = Fetcher(target).fetch(found["fetch_from"])
+        if nearest:
+            manifest = rebasetry.choose(manifest, out_root, found, entry,
+                                        also)
+            onto, notes = _onto(manifest, found, name)
+            target = validate(manifest.doc_with(onto), manifest.root,
+                              check_files=False, base=onto["name"])
+        upstream_has = rebasetry.already_upstream(manifest, found)
+        # The old series must apply on the old base: its commits give
+        # the three-way merges their common ancestors.
+        rebasetry.fetch_base(manifest, also)
+        old_src = apply_series(manifest, os.path.join(out_root,
+                                                      manifest.name))
     finally:
         remove_tree(scratch)
     for note in notes:
@@ -100,7 +109,8 @@ def start(manifest, out_root, ref, source=None, name=None, nearest=True):
         declare_shallow(old_src, proc.git_out(
             ["rev-parse", BASE_TAG + "^{commit}"], cwd=old_src))
         declare_shallow(work, base)
-        proc.git(["fetch", "-q", "--no-tags", "--update-shallow", old_src,
+        proc.git(["fetch", "-q", "--no-tags", "--update-shallow", "--",
+                  old_src,
                   "+refs/tags/%s:%sbase" % (BASE_TAG, OLD_REFS),
                   "+HEAD:%shead" % OLD_REFS], cwd=work)
         folder = os.path.join(work, ".git", PATCHES)
@@ -164,11 +174,12 @@ def _from_git(src, ref, scratch):
     ``scratch``, which then serves as the source to fetch from. A local
     repository or a bundle brings its whole history, so that distances
     to the bases and upstream's own commits can be looked up."""
-    proc.git(["init", "-q", "--bare", scratch])
+    proc.git(["init", "-q", "--bare", "--", scratch])
     local = os.path.exists(src)
     if local:
         url = src if os.path.isfile(src) else "file://" + os.path.abspath(src)
-        res = proc.git(["fetch", "-q", url, "+refs/heads/*:refs/heads/*",
+        res = proc.git(["fetch", "-q", "--", url,
+                        "+refs/heads/*:refs/heads/*",
                         "+refs/tags/*:refs/tags/*"], cwd=scratch, check=False)
         if res.returncode != 0:
             raise UvPatchError("cannot read git source %s: %s"
@@ -196,35 +207,6 @@ def _from_git(src, ref, scratch):
             "repo": scratch if local else None}
 
 
-def _has(repo, commit):
-    return repo is not None and proc.git(
-        ["cat-file", "-e", commit + "^{commit}"], cwd=repo,
-        check=False).returncode == 0
-
-
-def _nearest(manifest, found):
-    """The supported base with the fewest commits between it and REF."""
-    from .manifest import validate as load_base
-    repo, commit = found["repo"], found["commit"]
-    distances = []
-    for data in manifest.doc["bases"]:
-        base = data["upstream"]["commit"]
-        if _has(repo, base):
-            count = int(proc.git_out(["rev-list", "--count", "%s...%s"
-                                      % (base, commit)], cwd=repo))
-            distances.append((count, data["name"]))
-    if not distances:
-        proc.note("rebase: the source has no history to measure distances "
-                  "in; starting from base %s" % manifest.name)
-        return manifest
-    # min() keeps deps.json's order among equals: the default base first.
-    count, name = min(distances, key=lambda d: d[0])
-    proc.note("rebase: starting from base %s, the nearest to %s (%s)"
-              % (name, found["label"], ", ".join(
-                  "%s: %d commits" % (n, c) for c, n in distances)))
-    return load_base(manifest.doc, manifest.root, base=name)
-
-
 def _onto(manifest, found, name):
     """deps.json's object for the new base, and notes to show."""
     label = found["label"]
@@ -238,24 +220,6 @@ def _onto(manifest, found, name):
     return onto, notes
 
 
-_ORIGIN = re.compile(r"^Origin: upstream, \S*/commit/([0-9a-f]{40})\s*$",
-                     re.M)
-
-
-def _already_upstream(manifest, found):
-    """{patch file: upstream commit} for the backports whose upstream
-    commit REF already has."""
-    has = {}
-    repo = found["repo"]
-    for e in manifest.series:
-        m = _ORIGIN.search(_read(manifest.patch_path(e)))
-        if m and _has(repo, m.group(1)) and proc.git(
-                ["merge-base", "--is-ancestor", m.group(1),
-                 found["commit"]], cwd=repo, check=False).returncode == 0:
-            has[e["file"]] = m.group(1)
-    return has
-
-
 def _from_tarball(manifest, src, ref, scratch):
     """A tarball or directory: its tree id is computed; the upstream
     commit comes from the header `git archive` writes, or from REF in
@@ -265,13 +229,10 @@ def _from_tarball(manifest, src, ref, scratch):
         commit = None
     elif tarfile.is_tarfile(src):
         extract = os.path.join(scratch, "extract")
-        _safe_extract(src, extract)
+        commit = extract_tarball(src, extract)
         names = os.listdir(extract)
         top = os.path.join(extract, names[0]) if len(names) == 1 else ""
         tree = tree_id(top if top and os.path.isdir(top) else extract)
-        with tarfile.open(src) as tar:
-            tar.getmembers()
-            commit = tar.pax_headers.get("comment", "").strip() or None
         if commit and not re.match(r"^[0-9a-f]{40}$", commit):
             commit = None
     else:
@@ -282,7 +243,10 @@ def _from_tarball(manifest, src, ref, scratch):
         proc.note("%s: upstream commit %s from its git archive header"
                   % (os.path.basename(src), commit[:12]))
         return commit, tree
-    url = gitref.default_source(manifest)
+    # Offline, UVPATCH_SOURCE (a bundle of upstream) knows REF too.
+    mirror = os.environ.get("UVPATCH_SOURCE")
+    url = mirror if mirror and os.path.exists(mirror) and \
+        gitref.is_git_source(mirror) else gitref.default_source(manifest)
     try:
         if url is None:
             raise UvPatchError("no git source")
@@ -290,8 +254,9 @@ def _from_tarball(manifest, src, ref, scratch):
     except UvPatchError as e:
         raise UvPatchError(
             "%s does not say which upstream commit it is, and %r could not "
-            "be looked up in deps.json's git source (%s)"
-            % (os.path.basename(src), ref, e.message),
+            "be looked up in %s (%s)"
+            % (os.path.basename(src), ref, "UVPATCH_SOURCE" if url == mirror
+               else "deps.json's git source", e.message),
             hint="use a tarball made by `git archive` (GitHub's are), or a "
                  "git repository or bundle as --source", status=EXIT_FETCH)
     proc.note("%s: upstream commit %s is %r in the git source (the tarball "
@@ -350,7 +315,7 @@ def _run(manifest, out, work, state):
         item.update(status="running", before=before)
         _save(work, state)
         res = proc.git(["am", "-q", "-3", "--committer-date-is-author-date",
-                        os.path.join(folder, item["file"])], cwd=work,
+                        "--", os.path.join(folder, item["file"])], cwd=work,
                        env=AM_IDENTITY, check=False)
         if res.returncode == 0:
             _record(item, work, before)

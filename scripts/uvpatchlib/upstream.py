@@ -166,7 +166,8 @@ def prepare(manifest, out, dest, onto=None, source=None, wanted=(),
     try:
         os.makedirs(scratch)
         proc.git(["init", "-q"], cwd=scratch)
-        proc.git(["fetch", "-q", "--no-tags", "--update-shallow", old_src,
+        proc.git(["fetch", "-q", "--no-tags", "--update-shallow", "--",
+                  old_src,
                   "+refs/tags/%s:%s" % (BASE_TAG, OLD_BASE)], cwd=scratch)
         if onto:
             gitref.fetch_commit(scratch, src, found.commit)
@@ -268,7 +269,7 @@ def _branches(manifest, work, base, label, chosen, patches, who):
         on = needs[item.name] + [item.name]
         for name in on:
             res = proc.git(["am", "-q", "--committer-date-is-author-date",
-                            os.path.join(folder, name)], cwd=work,
+                            "--", os.path.join(folder, name)], cwd=work,
                            env=committer, check=False)
             if res.returncode != 0:
                 proc.git(["am", "--abort"], cwd=work, check=False)

@@ -38,9 +38,13 @@ int main(int argc, char** argv) { return harness_main(cases, argc, argv); }
 """
 
 
-@unittest.skipUnless(shutil.which("cmake") and shutil.which("ninja") and
-                     shutil.which("cc"), "needs cmake, ninja and cc")
-class BuildTest(World):
+HAVE_TOOLS = shutil.which("cmake") and shutil.which("ninja") and \
+    shutil.which("cc")
+
+
+class BuildWorld(World):
+    """A fake upstream that CMake builds and installs, and tests/regress."""
+
     def setUp(self):
         super().setUp()
         # A fake upstream that CMake can build, and tests/regress.
@@ -62,6 +66,9 @@ class BuildTest(World):
                     os.path.dirname(regress))
         write(os.path.join(regress, "fake.c"), PROGRAM)
 
+
+@unittest.skipUnless(HAVE_TOOLS, "needs cmake, ninja and cc")
+class BuildTest(BuildWorld):
     def test_build_then_noop(self):
         res = self.tool("build", "--target", "linux")
         self.assertOk(res)

@@ -837,6 +837,57 @@ class FullDiskTest(Series):
         self.check("out/ on it, cache elsewhere", ["60k", "160k"],
                    self.cache, self.disk + "/out")
 
+    def test_tarball_on_a_full_disk(self):
+        """A full disk is named as one: not a damaged tarball while it is
+        unpacked into the cache, nor a raw list of every file while the
+        tree is copied into out/src."""
+        from test_fetch import make_tarball
+        tarball = os.path.join(self.tmp, "fake-1.0.tar.gz")
+        make_tarball(tarball, self.upstream)
+        logs = [os.path.join(self.tmp, "log%d" % n) for n in range(4)]
+        cache = self.disk + "/cache"
+        script = (
+            "mkdir -p %s\n" % cache
+            + self.tool_line(["fetch", "--source", tarball], logs[0], cache)
+            + "mount -o remount,size=8m %s || exit 98\n" % self.disk
+            + self.tool_line(["fetch", "--source", tarball], logs[1], cache))
+        self.in_tmpfs("8k", script)
+        rc, err = self.read_log(logs[0])
+        self.assertEqual(rc, 4, err)
+        self.assertIn("cannot write", err)
+        self.assertIn("No space left on device", err)
+        self.assertIn("hint: free space", err)
+        self.assertNotIn("damaged", err)
+        self.assertEqual(self.read_log(logs[1])[0], 0)
+        # The cache elsewhere holds the tree from the tarball: apply
+        # copies it into out/src, on the small disk.
+        self.assertOk(self.tool("fetch", "--source", tarball))
+        copied = 0
+        # Sizes where git init fits but the tree does not (git's own
+        # templates take the rest).
+        for size in ("72k", "80k", "88k"):
+            out = self.disk + "/out"
+            self.in_tmpfs(size, self.tool_line(["apply"], logs[2], out=out)
+                          + "mount -o remount,size=8m %s\n" % self.disk
+                          + self.tool_line(["apply"], logs[3], out=out))
+            rc, err = self.read_log(logs[2])
+            self.assertEqual(self.read_log(logs[3])[0], 0)
+            if rc == 0:
+                continue
+            self.assertNotIn("error: [(", err)   # shutil.Error's list
+            self.assertNotIn("Traceback", err)
+            self.assertIn("hint: ", err)
+            if "/.src.new/" in err and "git " not in err:
+                # Stopped in the copy: named as a full disk, with a file.
+                copied += 1
+                self.assertIn("No space left on device: ", err)
+                self.assertIn("hint: free space on the disk of ", err)
+        report("full disk (tarball): fetch %r; apply: %d of 3 sizes failed "
+               "in the copy" % ([ln for ln in self.read_log(logs[0])[1]
+                                 .splitlines() if ln.startswith("error")][0]
+                                [:120], copied))
+        self.assertGreater(copied, 0, "no size stopped the copy")
+
 
 # 6. read-only patches/ ---------------------------------------------------
 

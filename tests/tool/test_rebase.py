@@ -355,7 +355,9 @@ class RebaseBasesTest(RebaseWorld):
         res = self.tool("rebase", "--source", self.upstream, "--onto",
                         "v0.0.3")
         self.assertOk(res)
-        self.assertIn("rebase: starting from base v0.0.2, the nearest to "
+        # Both series apply whole: the nearest base wins.
+        self.assertIn("rebase: starting from base v0.0.2: its series "
+                      "applies whole, as 2 do, and it is the nearest to "
                       "v0.0.3 (v0.0.1: 2 commits, v0.0.2: 1 commits)",
                       res.stderr)
         self.assertIn("base v0.0.2: upstream v0.0.2 (%s) -> base v0.0.3: "
@@ -468,3 +470,70 @@ class RebaseBasesTest(RebaseWorld):
                          [self.base, "v0.0.2"])
         self.assertUntouched()
         self.assertConsistent("v0.0.2")
+
+    def test_series_that_gets_furthest_is_chosen(self):
+        # v0.0.2 is nearer to REF, but REF changes the line its one
+        # patch changes; v0.0.1's three patches apply there.
+        self.add_base("v0.0.2", {"README.md": "fake libuv 2\n"},
+                      {"include/uv.h": "#define UV_FAKE 2\n"
+                       "int uv_fake(void);\n"})
+        self.snapshot = self.files()
+        self.upstream_commit({"include/uv.h": "#define UV_FAKE 3\n"
+                              "int uv_fake(void);\n"}, "uv.h: 3",
+                             tag="v0.0.3")
+        res = self.tool("rebase", "--source", self.upstream, "--onto",
+                        "v0.0.3")
+        self.assertOk(res)
+        self.assertIn("rebase: the v0.0.1 series (2 commits from v0.0.3): "
+                      "applies whole: 3 of 3 applied", res.stderr)
+        self.assertIn("rebase: the v0.0.2 series (1 commits from v0.0.3): "
+                      "0 of 1 applied, stops at its patch 1, "
+                      "0001-timer-second-base-change.patch (conflict in "
+                      "include/uv.h)", res.stderr)
+        self.assertIn("rebase: starting from base v0.0.1: its series "
+                      "applies whole\n", res.stderr)
+        self.assertEqual([e["file"] for e in
+                          self.deps_now("v0.0.3")["series"]],
+                         ["0001-core-line5.patch", "0002-core-line30.patch",
+                          "0003-timer-b.patch"])
+        self.assertUntouched()
+        self.assertUntouched("v0.0.2")
+
+    def test_furthest_of_two_that_stop(self):
+        # Neither series applies whole; the one that gets further is
+        # chosen and the rebase stops at its conflict, named.
+        self.add_base("v0.0.2", {"README.md": "fake libuv 2\n"},
+                      {"include/uv.h": "#define UV_FAKE 2\n"
+                       "int uv_fake(void);\n"})
+        self.snapshot = self.files()
+        self.upstream_commit({
+            "include/uv.h": "#define UV_FAKE 3\nint uv_fake(void);\n",
+            "src/timer.c": "int timer_a = 1;\nint timer_b = 4;\n"
+                           "int timer_c = 3;\n"}, "uv.h, timer.c",
+            tag="v0.0.3")
+        res = self.tool("rebase", "--source", self.upstream, "--onto",
+                        "v0.0.3")
+        self.assertFails(res, "0003-timer-b.patch does not apply",
+                         "src/timer.c: both changed")
+        self.assertIn("rebase: the v0.0.1 series (2 commits from v0.0.3): "
+                      "2 of 3 applied, stops at its patch 3, "
+                      "0003-timer-b.patch (conflict in src/timer.c)",
+                      res.stderr)
+        self.assertIn("rebase: starting from base v0.0.1: its series gets "
+                      "furthest (2 of 3 patches)", res.stderr)
+        self.assertEqual(self.files(), self.snapshot)
+
+    def test_offline_from_a_bundle_alone(self):
+        # No upstream to reach and a cold cache: every tree the rebase
+        # needs, the old base's too, comes from --source.
+        self.upstream_commit({"README.md": "fake libuv 2\n"}, "release 2",
+                             tag="v0.0.2")
+        bundle = os.path.join(self.tmp, "upstream.bundle")
+        git(["bundle", "create", "-q", bundle, "--all"], self.upstream)
+        shutil.rmtree(self.upstream)
+        res = self.tool("rebase", "--source", bundle, "--onto", "v0.0.2")
+        self.assertOk(res)
+        self.assertIn("verified tree %s (--source %s)"
+                      % (self.tree[:7], bundle), res.stderr)
+        self.assertEqual(self.deps_now("v0.0.2")["upstream"]["tag"],
+                         "v0.0.2")
