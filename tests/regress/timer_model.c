@@ -19,26 +19,59 @@
  *   patched tree has: tests/regress/CMakeLists.txt looks for them). A
  *   packet is an event handle; associating it registers a thread-pool wait
  *   (RegisterWaitForSingleObject) on the waitable timer that posts the
- *   completion with PostQueuedCompletionStatus(). A completion already
- *   queued cannot be withdrawn: cancelling after the timer fired answers
- *   STATUS_CANCELLED and leaves it queued (a stale completion). The
- *   stand-in can be told to answer STATUS_PENDING instead.
+ *   completion with PostQueuedCompletionStatus(). A packet must be
+ *   cancelled before it is associated again. Cancelling with
+ *   RemoveSignaledPacket withdraws a completion that is queued and not yet
+ *   dequeued, as documented: the hook drops it, so it never ends a wait.
+ *   Two harsher answers can be forced: STATUS_PENDING (the association
+ *   stays and its completion arrives later), and, for the worst case, a
+ *   queued completion that cannot be withdrawn (STATUS_CANCELLED, left
+ *   queued).
  * - Hooks of CreateWaitableTimerExW(), SetWaitableTimer() and CloseHandle()
- *   that count what libuv creates, arms and closes.
+ *   that count what libuv creates, arms and closes. Two things Windows
+ *   does and Wine 8 does not are put back too: SetWaitableTimer() resets
+ *   a timer that expired with no waiter (KeSetTimer), and no timer
+ *   completion is posted before its due time by the QueryPerformanceCounter
+ *   clock (Wine's server can expire a timer a little early).
+ *
+ * Two things are counted on every loop a case watches (a check handle,
+ * which runs right after each poll):
+ *
+ * - calls per blocking poll: Nt*WaitCompletionPacket and SetWaitableTimer
+ *   calls per GetQueuedCompletionStatusEx() call with a non-zero timeout;
+ * - spurious wake-ups: a blocking GetQueuedCompletionStatusEx() that
+ *   returned with nothing but timer completions, after which libuv waited
+ *   again without running the loop: the completion woke the thread for
+ *   nothing (a stale one, armed for a deadline no longer wanted).
  *
  * What the model does not prove: how the real Windows kernel behaves (its
  * tick, its timers, its packets). That runs on real Windows (the CI
- * workflow, timer_precision). Every line this program prints says
- * "model".
+ * workflow: timer_precision, and this program's real_windows case, which
+ * counts the same figures with the real calls). Every line this program
+ * prints says "model" or "real Windows".
  *
  * Cases:
  *
  *   tick_1ms_median    the proof: the median of 50 one-shot 1 ms timers is
  *                      >= 14 ms on the base (the wait ends on the tick)
  *                      and < 8 ms patched; no timer runs early.
- *   stale_completion   a timer completion from an earlier round, left
- *                      queued, never ends a wait early; uv_async_send()
+ *   stale_completion   the worst case: a queued completion cannot be
+ *                      withdrawn. A timer completion from an earlier
+ *                      round never ends a wait early (the loop never runs
+ *                      for it before the timer is due); uv_async_send()
  *                      waking a 3 ms timer's wait does not fire it early.
+ *   stale_wakeup       a 20 ms timer's wait is woken by uv_async_send()
+ *                      after about 1 ms and the callback stops the timer,
+ *                      so the loop then waits with no timeout: no timer
+ *                      completion may wake that wait (no spurious
+ *                      wake-up).
+ *   io_heavy           10,000 uv_async_send() a second from another thread
+ *                      for 1 s each: "steady", every 100 us, with a 1 ms
+ *                      repeating timer; "bursts", 10 request/response
+ *                      pairs 50 us apart, each request starting a 1 ms
+ *                      timeout that its response stops, then 1 ms of
+ *                      silence. Counts calls per blocking poll and
+ *                      spurious wake-ups a second; none may occur.
  *   cancel_pending     every third cancel answers STATUS_PENDING: that
  *                      round waits in milliseconds, no timer is lost.
  *   stand_ins_missing  with the pointers NULL (as under plain Wine), or
@@ -46,13 +79,23 @@
  *                      milliseconds and creates no timer or packet.
  *   loop_cycles_close  200 uv_loop_init()/uv_loop_close() cycles close
  *                      every timer and packet, none still associated.
- *   arming_cost        calls of Nt*WaitCompletionPacket and
- *                      SetWaitableTimer per poll that waits, with a 1 ms
- *                      timer, a 1 s timer and no timer; also printed as
- *                      JSON lines for `uvpatch bench`.
+ *   arming_cost        calls per blocking poll with a 1 ms, 16 ms, 100 ms
+ *                      and 1 s timer and with none; timers of 100 ms and
+ *                      more must cost none.
+ *   tick_lateness      one-shot timers of 1 to 100 ms: median lateness
+ *                      and calls per timer, the figures behind the
+ *                      patch's arming threshold.
+ *   real_windows       the figures of tick_1ms_median, arming_cost,
+ *                      stale_wakeup and io_heavy with the real kernel
+ *                      calls, counted but not replaced; no tick hook.
+ *                      Skips under Wine. Asserts nothing but that timers
+ *                      ran, none early.
  *
- * The cases that need the stand-ins skip on the base, saying so; the
- * proof runs there and fails.
+ * tick_1ms_median, arming_cost, stale_wakeup, io_heavy, tick_lateness and
+ * real_windows also print their figures as JSON lines for `uvpatch bench`.
+ * Those run on the base too, for its figures (nothing is armed there, so
+ * stale_wakeup, io_heavy and arming_cost pass); the cases that need the
+ * stand-ins skip on the base, saying so; the proof runs there and fails.
  */
 
 #include "uv.h"
@@ -60,6 +103,7 @@
 #include "stats.h"
 
 #define MODEL_NOTE "model: does not prove the real Windows kernel's behaviour"
+#define REAL_NOTE "real Windows: the kernel's own calls, counted"
 
 #ifdef _WIN32
 
@@ -71,6 +115,12 @@
 #define TICK_NS 15625000ULL
 #define HANDLE_SLACK 4
 #define MAX_PACKETS 16
+#define MAX_POSTED 64
+#define MAX_KEYS 64
+
+#ifndef ARRAY_SIZE
+# define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#endif
 
 #include "timer_probe.h"
 
@@ -105,19 +155,34 @@ static set_timer_fn real_set_timer;
 static create_timer_fn real_create_timer;
 static close_fn real_close;
 
+/* The kernel's own calls, for real_windows: what libuv found in ntdll. */
+static create_fn kernel_create;
+static associate_fn kernel_associate;
+static cancel_fn kernel_cancel;
+
 /* One stand-in packet and its association. */
 struct packet {
   HANDLE handle;      /* An event: the object CloseHandle() closes. */
   HANDLE wait;        /* The thread-pool wait of the association. */
   HANDLE iocp;
+  HANDLE target;      /* The timer it waits on. */
   ULONG_PTR key;
   void* apc;
   LONG status;
   ULONG_PTR info;
   int active;         /* Associated, and not cancelled since. */
   int fired;          /* Its completion was posted. */
-  long queued;        /* Posted and not dequeued yet. */
-  long stale;         /* Of those, posted for an ended association. */
+  int abandoned;      /* A cancel answered STATUS_PENDING: libuv gave it
+                       * up, so its completion is stale. */
+};
+
+/* A completion the stand-ins posted that is not dequeued yet. */
+struct posted {
+  int used;
+  ULONG_PTR key;
+  struct packet* p;
+  int stale;          /* Its association was cancelled before. */
+  int withdrawn;      /* Removed by a cancel: never seen by libuv. */
 };
 
 /* What the model counts; reset by model_reset(). */
@@ -135,8 +200,17 @@ struct counts {
   long packets_closed;
   long closed_associated; /* Packets closed while still associated. */
   long posted;            /* Completions the stand-ins posted. */
-  long stale_left;        /* Cancelled with the completion still queued. */
+  long withdrawn;         /* Withdrawn by a cancel before dequeued. */
+  long stale_left;        /* Cancelled, left queued (worst case). */
   long stale_dequeued;    /* Dequeued after their association ended. */
+  long wakeups;           /* Blocking calls that returned completions. */
+  long timer_wakeups;     /* Of them, with timer completions only. */
+  long spurious;          /* Of those, followed by another wait, with no
+                           * loop iteration between (watched loops). */
+  long stale_ended;       /* Stale completions only, and the loop ran
+                           * before the deadline: a stale completion
+                           * ended a wait early. */
+  long iterations;        /* Check callbacks of watched loops. */
   long pending;           /* STATUS_PENDING answers. */
   long pending_ms;        /* ... followed by a wait in milliseconds. */
   long pending_other;     /* ... followed by another wait (wrong). */
@@ -145,11 +219,21 @@ struct counts {
 
 static CRITICAL_SECTION model_lock;
 static struct packet packets[MAX_PACKETS];
+static struct posted posted[MAX_POSTED];
 static struct counts counts;
 static HANDLE timers[MAX_PACKETS];
+static uint64_t timer_due[MAX_PACKETS]; /* QPC ns a timer is set for. */
+static ULONG_PTR real_keys[MAX_KEYS]; /* Keys libuv associated (real). */
+static int real_nkeys;
+static int real_mode;         /* Count the kernel's calls, replace none. */
 static int tick_model;        /* Round finite timeouts up to the grid. */
+static int withdraw;          /* Cancels withdraw queued completions. */
 static int pending_every;     /* Answer STATUS_PENDING every Nth cancel. */
 static int pending_round;     /* Last cancel answered STATUS_PENDING. */
+static int watching;          /* A check handle watches the loop. */
+static int woke_timer_only;   /* The last blocking call returned timer
+                               * completions only ... */
+static int woke_stale_only;   /* ... or stale completions only. */
 static int installed;
 
 
@@ -173,27 +257,73 @@ static struct packet* find_packet(HANDLE h) {
 }
 
 
-/* Notes what one call dequeued: the stand-ins' completions among them. */
-static void account(const OVERLAPPED_ENTRY* entries, ULONG n) {
+/* The queued completion of `p`'s association, or NULL. */
+static struct posted* queued_of(struct packet* p) {
+  int i;
+
+  for (i = 0; i < MAX_POSTED; i++)
+    if (posted[i].used && posted[i].p == p && posted[i].key == p->key &&
+        !posted[i].withdrawn) {
+      return &posted[i];
+    }
+  return NULL;
+}
+
+
+static int real_key(ULONG_PTR key) {
+  int i;
+
+  for (i = 0; i < real_nkeys; i++)
+    if (real_keys[i] == key)
+      return 1;
+  return 0;
+}
+
+
+/* Notes what one call dequeued and drops withdrawn completions; returns
+ * how many entries are left. Sets *timer_only (nothing but timer
+ * completions) and *stale_only (nothing but stale ones).
+ */
+static ULONG account(LPOVERLAPPED_ENTRY entries, ULONG n, int* timer_only,
+                     int* stale_only) {
+  struct posted* c;
+  ULONG kept;
+  ULONG timer;
+  ULONG stale;
   ULONG i;
   int j;
 
+  kept = 0;
+  timer = 0;
+  stale = 0;
   EnterCriticalSection(&model_lock);
   for (i = 0; i < n; i++) {
-    for (j = 0; j < MAX_PACKETS; j++) {
-      if (packets[j].handle == NULL || packets[j].queued == 0 ||
-          packets[j].key != entries[i].lpCompletionKey) {
-        continue;
+    c = NULL;
+    for (j = 0; j < MAX_POSTED && c == NULL; j++) {
+      if (posted[j].used && posted[j].key == entries[i].lpCompletionKey &&
+          posted[j].p->apc == (void*) entries[i].lpOverlapped) {
+        c = &posted[j];
       }
-      packets[j].queued--;
-      if (packets[j].stale > 0) {
-        packets[j].stale--;
+    }
+    if (c != NULL) {
+      c->used = 0;
+      if (c->withdrawn)
+        continue;
+      timer++;
+      if (c->stale) {
+        stale++;
         counts.stale_dequeued++;
       }
-      break;
+    } else if (real_mode && entries[i].lpOverlapped == NULL &&
+               real_key(entries[i].lpCompletionKey)) {
+      timer++;
     }
+    entries[kept++] = entries[i];
   }
   LeaveCriticalSection(&model_lock);
+  *timer_only = kept > 0 && timer == kept;
+  *stale_only = kept > 0 && stale == kept;
+  return kept;
 }
 
 
@@ -204,6 +334,8 @@ static BOOL WINAPI model_gqcs(HANDLE port, LPOVERLAPPED_ENTRY entries,
   uint64_t now;
   DWORD ms;
   BOOL r;
+  int timer_only;
+  int stale_only;
 
   counts.gqcs++;
   if (timeout != 0)
@@ -217,26 +349,58 @@ static BOOL WINAPI model_gqcs(HANDLE port, LPOVERLAPPED_ENTRY entries,
     else
       counts.pending_other++;
   }
+  /* The last wake-up brought timer completions only, and libuv waits
+   * again without having run the loop: it woke the thread for nothing.
+   */
+  if (woke_timer_only && watching)
+    counts.spurious++;
+  woke_timer_only = 0;
+  woke_stale_only = 0;
 
-  if (!tick_model || timeout == 0 || timeout == INFINITE) {
-    r = real_gqcs(port, entries, n, count, timeout, alertable);
-    if (r)
-      account(entries, *count);
-    return r;
+  /* A finite timeout ends on the first point of the grid at or after it
+   * (or, without the tick model, after it).
+   */
+  end = 0;
+  if (timeout != 0 && timeout != INFINITE) {
+    end = qpc_ns() + (uint64_t) timeout * 1000000;
+    if (tick_model)
+      end = (end + TICK_NS - 1) / TICK_NS * TICK_NS;
   }
 
-  /* The timeout ends on the first point of the grid at or after it. */
-  end = qpc_ns() + (uint64_t) timeout * 1000000;
-  end = (end + TICK_NS - 1) / TICK_NS * TICK_NS;
   for (;;) {
-    now = qpc_ns();
-    ms = now >= end ? 0 : (DWORD) ((end - now + 999999) / 1000000);
+    if (timeout == 0 || timeout == INFINITE) {
+      ms = timeout;
+    } else {
+      now = qpc_ns();
+      ms = now >= end ? 0 : (DWORD) ((end - now + 999999) / 1000000);
+    }
     r = real_gqcs(port, entries, n, count, ms, alertable);
     if (r) {
-      account(entries, *count);
-      return r;
+      *count = account(entries, *count, &timer_only, &stale_only);
+      if (*count > 0) {
+        if (timeout != 0) {
+          counts.wakeups++;
+          if (timer_only)
+            counts.timer_wakeups++;
+          woke_timer_only = timer_only;
+          woke_stale_only = stale_only;
+        }
+        return r;
+      }
+      /* Withdrawn completions only: as if they had never been queued. */
+      if (timeout == 0) {
+        SetLastError(WAIT_TIMEOUT);
+        return FALSE;
+      }
+      if (timeout == INFINITE)
+        continue;
+      if (qpc_ns() >= end) {
+        SetLastError(WAIT_TIMEOUT);
+        return FALSE;
+      }
+      continue;
     }
-    if (GetLastError() != WAIT_TIMEOUT || ms == 0)
+    if (GetLastError() != WAIT_TIMEOUT || ms == 0 || timeout == INFINITE)
       return r;
     if (qpc_ns() >= end) {
       SetLastError(WAIT_TIMEOUT);
@@ -246,12 +410,66 @@ static BOOL WINAPI model_gqcs(HANDLE port, LPOVERLAPPED_ENTRY entries,
 }
 
 
+static void watch_cb(uv_check_t* handle) {
+  const uint64_t* due;
+
+  due = handle->data;
+  counts.iterations++;
+  /* The loop ran after a wake-up of stale completions only, before the
+   * deadline (when there is one, in loop time): at or after it, the wait
+   * was over anyway.
+   */
+  if (woke_stale_only && (due == NULL || uv_now(handle->loop) < *due))
+    counts.stale_ended++;
+  woke_timer_only = 0;
+  woke_stale_only = 0;
+}
+
+
+/* Counts spurious wake-ups on `loop` until unwatch(); `due`, if not NULL,
+ * is the loop time the waits are for.
+ */
+static int watch(uv_loop_t* loop, uv_check_t* check, uint64_t* due) {
+  int r;
+
+  r = uv_check_init(loop, check);
+  check->data = due;
+  if (r == 0)
+    r = uv_check_start(check, watch_cb);
+  if (r != 0)
+    return r;
+  uv_unref((uv_handle_t*) check);
+  watching = 1;
+  woke_timer_only = 0;
+  woke_stale_only = 0;
+  return 0;
+}
+
+
+static void unwatch(uv_check_t* check) {
+  watching = 0;
+  uv_close((uv_handle_t*) check, NULL);
+}
+
+
 static BOOL WINAPI model_set_timer(HANDLE timer, const LARGE_INTEGER* due,
                                    LONG period, PTIMERAPCROUTINE fn,
                                    LPVOID arg, BOOL resume) {
+  int i;
+
   counts.set_timer++;
   if (pending_round)
     counts.pending_armed++;
+  /* Windows sets the timer to the not-signalled state (KeSetTimer); Wine
+   * 8 does so for manual-reset timers only, so a synchronization timer
+   * that expired with no waiter would satisfy the next association at
+   * once. Consume that signal, as Windows would have reset it.
+   */
+  if (!real_mode)
+    WaitForSingleObject(timer, 0);
+  for (i = 0; i < MAX_PACKETS; i++)
+    if (timers[i] == timer && due->QuadPart < 0)
+      timer_due[i] = qpc_ns() + (uint64_t) -due->QuadPart * 100;
   return real_set_timer(timer, due, period, fn, arg, resume);
 }
 
@@ -263,7 +481,7 @@ static HANDLE WINAPI model_create_timer(LPSECURITY_ATTRIBUTES sa,
   int i;
 
   h = real_create_timer(sa, name, flags, access);
-  if (h == NULL && (flags & 2))  /* CREATE_WAITABLE_TIMER_HIGH_RESOLUTION */
+  if (h == NULL && (flags & 2) && !real_mode)
     h = real_create_timer(sa, name, flags & ~2, access);
   if (h == NULL)
     return NULL;
@@ -296,13 +514,21 @@ static BOOL WINAPI model_close(HANDLE h) {
   struct packet* p;
   int i;
 
-  p = find_packet(h);
+  p = real_mode ? NULL : find_packet(h);
   if (p != NULL) {
     counts.packets_closed++;
     if (p->active)
       counts.closed_associated++;
     end_association(p);
     p->handle = NULL;
+  }
+  if (real_mode) {
+    for (i = 0; i < MAX_PACKETS; i++) {
+      if (h != NULL && packets[i].handle == h) {
+        counts.packets_closed++;
+        packets[i].handle = NULL;
+      }
+    }
   }
   for (i = 0; i < MAX_PACKETS; i++) {
     if (h != NULL && timers[i] == h) {
@@ -316,13 +542,35 @@ static BOOL WINAPI model_close(HANDLE h) {
 
 static VOID CALLBACK packet_fired(PVOID arg, BOOLEAN timed_out) {
   struct packet* p;
+  uint64_t due;
+  int i;
 
   (void) timed_out;
   p = arg;
+  /* Wine's server measures a relative due time from a clock it reads once
+   * a round, so a timer can expire a little before its due time by the
+   * QueryPerformanceCounter clock. A Windows timer never expires early:
+   * hold the completion until then.
+   */
+  due = 0;
+  for (i = 0; i < MAX_PACKETS; i++)
+    if (timers[i] != NULL && timers[i] == p->target)
+      due = timer_due[i];
+  while (qpc_ns() < due)
+    SwitchToThread();
   EnterCriticalSection(&model_lock);
   if (p->active && !p->fired) {
     p->fired = 1;
-    p->queued++;
+    for (i = 0; i < MAX_POSTED; i++) {
+      if (!posted[i].used) {
+        memset(&posted[i], 0, sizeof(posted[i]));
+        posted[i].used = 1;
+        posted[i].key = p->key;
+        posted[i].p = p;
+        posted[i].stale = p->abandoned;
+        break;
+      }
+    }
     counts.posted++;
     PostQueuedCompletionStatus(p->iocp, (DWORD) p->info, p->key,
                                (LPOVERLAPPED) p->apc);
@@ -334,10 +582,9 @@ static VOID CALLBACK packet_fired(PVOID arg, BOOLEAN timed_out) {
 static LONG WINAPI model_create(HANDLE* out, ACCESS_MASK access,
                                 void* attributes) {
   struct packet* p;
+  LONG status;
   int i;
 
-  (void) access;
-  (void) attributes;
   counts.create++;
   p = NULL;
   for (i = 0; i < MAX_PACKETS && p == NULL; i++)
@@ -346,6 +593,14 @@ static LONG WINAPI model_create(HANDLE* out, ACCESS_MASK access,
   if (p == NULL)
     return MODEL_STATUS_INVALID_PARAMETER;
   memset(p, 0, sizeof(*p));
+  if (real_mode) {
+    status = kernel_create(out, access, attributes);
+    if (status >= 0) {
+      p->handle = *out;
+      counts.packets_created++;
+    }
+    return status;
+  }
   p->handle = CreateEventW(NULL, TRUE, FALSE, NULL);
   if (p->handle == NULL)
     return MODEL_STATUS_INVALID_PARAMETER;
@@ -364,6 +619,12 @@ static LONG WINAPI model_associate(HANDLE h, HANDLE iocp, HANDLE target,
   counts.associate++;
   if (pending_round)
     counts.pending_armed++;
+  if (real_mode) {
+    if (!real_key((ULONG_PTR) key) && real_nkeys < MAX_KEYS)
+      real_keys[real_nkeys++] = (ULONG_PTR) key;
+    return kernel_associate(h, iocp, target, key, apc, status, info,
+                            signaled);
+  }
   p = find_packet(h);
   if (p == NULL)
     return MODEL_STATUS_INVALID_HANDLE;
@@ -372,11 +633,13 @@ static LONG WINAPI model_associate(HANDLE h, HANDLE iocp, HANDLE target,
 
   EnterCriticalSection(&model_lock);
   p->iocp = iocp;
+  p->target = target;
   p->key = (ULONG_PTR) key;
   p->apc = apc;
   p->status = status;
   p->info = info;
   p->fired = 0;
+  p->abandoned = 0;
   p->active = 1;
   LeaveCriticalSection(&model_lock);
 
@@ -395,35 +658,51 @@ static LONG WINAPI model_associate(HANDLE h, HANDLE iocp, HANDLE target,
 
 
 static LONG WINAPI model_cancel(HANDLE h, BOOLEAN remove_signaled) {
+  struct posted* c;
   struct packet* p;
   LONG status;
 
-  (void) remove_signaled;
   counts.cancel++;
+  if (real_mode)
+    return kernel_cancel(h, remove_signaled);
   p = find_packet(h);
   if (p == NULL)
     return MODEL_STATUS_INVALID_HANDLE;
 
   /* A completion being queued cannot be cancelled yet: the association
-   * stays, and its completion arrives later.
+   * stays, and its completion, stale now, arrives later.
    */
   if (p->active && pending_every != 0 &&
       counts.cancel % pending_every == 0) {
     counts.pending++;
     pending_round = 1;
+    EnterCriticalSection(&model_lock);
+    p->abandoned = 1;
+    c = queued_of(p);
+    if (c != NULL)
+      c->stale = 1;
+    LeaveCriticalSection(&model_lock);
     return MODEL_STATUS_PENDING;
   }
 
   status = MODEL_STATUS_SUCCESS;
   EnterCriticalSection(&model_lock);
-  if (p->active && p->fired) {
-    /* The timer fired: the real call would remove the queued completion;
-     * the stand-in cannot, so it stays queued.
-     */
-    status = MODEL_STATUS_CANCELLED;
-    if (p->queued > p->stale)
-      counts.stale_left++;
-    p->stale = p->queued;
+  if (!p->active) {
+    status = MODEL_STATUS_CANCELLED;  /* Never associated, or over. */
+  } else if (p->fired) {
+    c = queued_of(p);
+    if (c == NULL) {
+      status = MODEL_STATUS_CANCELLED;  /* Dequeued already. */
+    } else if (remove_signaled && withdraw) {
+      c->withdrawn = 1;
+      counts.withdrawn++;
+    } else {
+      /* The worst case: it stays queued, stale. */
+      status = MODEL_STATUS_CANCELLED;
+      if (!c->stale)
+        counts.stale_left++;
+      c->stale = 1;
+    }
   }
   LeaveCriticalSection(&model_lock);
   end_association(p);
@@ -486,7 +765,9 @@ static int have_stand_ins(void) {
 }
 
 
-/* Points libuv's pointers at the stand-ins (`on`) or at nothing. */
+/* Points libuv's pointers at the stand-ins (`on`) or at nothing. In real
+ * mode the "stand-ins" count and call the kernel's own functions.
+ */
 static void stand_ins(int on) {
 #ifdef UVPATCH_HAVE_WAIT_PACKETS
   pNtCreateWaitCompletionPacket = on ? model_create : NULL;
@@ -495,6 +776,15 @@ static void stand_ins(int on) {
 #else
   (void) on;
 #endif
+}
+
+
+/* Under Wine, whose ntdll exports wine_get_version. */
+static int under_wine(void) {
+  HMODULE ntdll;
+
+  ntdll = GetModuleHandleA("ntdll.dll");
+  return ntdll != NULL && GetProcAddress(ntdll, "wine_get_version") != NULL;
 }
 
 
@@ -507,10 +797,15 @@ static int model_setup(void) {
   if (!installed) {
     InitializeCriticalSection(&model_lock);
     /* libuv fills its pointers from ntdll on its first uv_loop_init():
-     * let it, then replace them.
+     * let it, keep what it found, then replace them.
      */
     if (uv_loop_init(&loop) != 0 || uv_loop_close(&loop) != 0)
       return -1;
+#ifdef UVPATCH_HAVE_WAIT_PACKETS
+    kernel_create = pNtCreateWaitCompletionPacket;
+    kernel_associate = pNtAssociateWaitCompletionPacket;
+    kernel_cancel = pNtCancelWaitCompletionPacket;
+#endif
     real_gqcs = (gqcs_fn) hook_import("GetQueuedCompletionStatusEx",
                                       (void*) model_gqcs);
     real_set_timer = (set_timer_fn) hook_import("SetWaitableTimer",
@@ -527,12 +822,25 @@ static int model_setup(void) {
       real_create_timer = CreateWaitableTimerExW;
     installed = 1;
   }
-  stand_ins(1);
-  tick_model = 1;
+  if (real_mode)
+    stand_ins(kernel_create != NULL && kernel_associate != NULL &&
+              kernel_cancel != NULL);
+  else
+    stand_ins(1);
+  tick_model = !real_mode;
+  withdraw = 1;
   pending_every = 0;
   pending_round = 0;
+  watching = 0;
+  woke_timer_only = 0;
+  woke_stale_only = 0;
   memset(&counts, 0, sizeof(counts));
   return 0;
+}
+
+
+static const char* note(void) {
+  return real_mode ? REAL_NOTE : MODEL_NOTE;
 }
 
 
@@ -551,6 +859,12 @@ static int model_setup(void) {
   } while (0)
 
 
+/* The extra calls: Nt*WaitCompletionPacket and SetWaitableTimer. */
+static long arming_calls(void) {
+  return counts.cancel + counts.associate + counts.set_timer;
+}
+
+
 /* The median of the samples taken; prints the statistics line. */
 static uint64_t report(const char* name, struct probe* p) {
   uint64_t* s;
@@ -564,16 +878,35 @@ static uint64_t report(const char* name, struct probe* p) {
   fprintf(stderr,
           "timer_model/%s (%s): n=%d min=%.3f median=%.3f max=%.3f ms "
           "early=%d\n",
-          name, MODEL_NOTE, n, ms(s[0]), ms(s[n / 2]), ms(s[n - 1]),
-          p->early);
+          name, note(), n, ms(s[0]), ms(s[n / 2]), ms(s[n - 1]), p->early);
   return s[n / 2];
 }
 
 
-/* Runs `n` one-shot 1 ms timers on a new loop. */
-static int run_oneshots(const char* name, int n, uint64_t* median,
-                        int* early) {
-  return probe_run_oneshots(name, n, 1, report, median, early);
+/* Runs `n` one-shot timers of `timeout` ms on a new, watched loop. */
+static int run_oneshots(const char* name, int n, uint64_t timeout,
+                        uint64_t* median, int* early) {
+  struct probe p;
+  uv_check_t check;
+  uv_loop_t loop;
+  int i;
+
+  if (uv_loop_init(&loop) != 0)
+    return -1;
+  if (probe_init(&p, &loop) != 0 || watch(&loop, &check, &p.due) != 0)
+    return -1;
+  for (i = 0; i < n && !p.timed_out; i++) {
+    if (probe_start(&p, timeout) != 0)
+      return -1;
+    uv_run(&loop, UV_RUN_DEFAULT);
+  }
+  *median = report(name, &p);
+  *early = p.early;
+  unwatch(&check);
+  probe_close(&p);
+  if (uv_loop_close(&loop) != 0)
+    return -1;
+  return p.timed_out || p.count != n ? -1 : 0;
 }
 
 
@@ -582,9 +915,14 @@ static int tick_1ms_median(void) {
   int early;
 
   SETUP();
-  if (run_oneshots("tick_1ms_median", SAMPLES, &median, &early) != 0)
+  if (run_oneshots("tick_1ms_median", SAMPLES, 1, &median, &early) != 0)
     FAIL("%s: no %d samples within %d ms", MODEL_NOTE, SAMPLES,
          WATCHDOG_MS);
+  printf("{\"bench\": \"timer_model_median\", \"timeout_ms\": 1, "
+         "\"median_ms\": %.3f, \"samples\": %d, \"early\": %d, "
+         "\"stand_ins\": %s, \"model\": true}\n",
+         ms(median), SAMPLES, early, have_stand_ins() ? "true" : "false");
+  fflush(stdout);
   if (early != 0)
     FAIL("%s: %d of %d 1 ms timers ran early", MODEL_NOTE, early, SAMPLES);
   if (!have_stand_ins()) {
@@ -637,9 +975,11 @@ static void send_later(void* arg) {
 }
 
 
+/* The worst case: the stand-in cannot withdraw a queued completion. */
 static int stale_completion(void) {
   struct probe p;
   struct stale s;
+  uv_check_t check;
   uv_thread_t tid;
   uv_loop_t loop;
   int rounds;
@@ -647,10 +987,12 @@ static int stale_completion(void) {
 
   NEEDS_STAND_INS();
   SETUP();
+  withdraw = 0;
   rounds = 20;
   memset(&s, 0, sizeof(s));
   CHECK_UV(uv_loop_init(&loop));
   CHECK(probe_init(&p, &loop) == 0);
+  CHECK_UV(watch(&loop, &check, &p.due));
   s.p = &p;
   CHECK_UV(uv_async_init(&loop, &s.async, stale_async_cb));
   s.async.data = &s;
@@ -677,9 +1019,13 @@ static int stale_completion(void) {
 
   report("stale_completion", &p);
   fprintf(stderr,
-          "timer_model/stale_completion (%s): stale completions left "
-          "queued=%ld dequeued=%ld, wake-ups=%d\n",
-          MODEL_NOTE, counts.stale_left, counts.stale_dequeued, s.seen);
+          "timer_model/stale_completion (%s): worst case, a queued "
+          "completion cannot be withdrawn: stale completions left "
+          "queued=%ld dequeued=%ld, spurious wake-ups=%ld, stale "
+          "completions that ended a wait early=%ld, async wake-ups=%d\n",
+          MODEL_NOTE, counts.stale_left, counts.stale_dequeued,
+          counts.spurious, counts.stale_ended, s.seen);
+  unwatch(&check);
   uv_close((uv_handle_t*) &s.async, NULL);
   probe_close(&p);
   CHECK_UV(uv_loop_close(&loop));
@@ -687,11 +1033,311 @@ static int stale_completion(void) {
     FAIL("%s: %d of %d timers ran", MODEL_NOTE, p.count, 2 * rounds);
   if (p.early != 0)
     FAIL("%s: %d of %d timers ran early", MODEL_NOTE, p.early, 2 * rounds);
-  if (counts.stale_left == 0 || counts.stale_dequeued == 0)
-    FAIL("%s: no stale completion was produced (left %ld, dequeued %ld)",
-         MODEL_NOTE, counts.stale_left, counts.stale_dequeued);
+  if (counts.stale_ended != 0)
+    FAIL("%s: %ld stale completions ended a wait early", MODEL_NOTE,
+         counts.stale_ended);
   if (s.seen < rounds)
     FAIL("%s: %d of %d wake-ups seen", MODEL_NOTE, s.seen, 2 * rounds);
+  return CASE_OK;
+}
+
+
+/* stale_wakeup: a 20 ms timer's wait is woken after ~1 ms; the callback
+ * stops the timer, so the loop waits with no timeout until the second
+ * send, ~40 ms later, which ends the round.
+ */
+struct wakeup {
+  uv_loop_t* loop;
+  uv_async_t async;
+  uv_timer_t timer;
+  int seen;          /* Async callbacks this round. */
+  int fired;         /* Timer callbacks (should be none). */
+};
+
+
+static void wakeup_async_cb(uv_async_t* handle) {
+  struct wakeup* w;
+
+  w = handle->data;
+  w->seen++;
+  uv_timer_stop(&w->timer);
+  if (w->seen >= 2)
+    uv_stop(w->loop);
+}
+
+
+static void wakeup_timer_cb(uv_timer_t* handle) {
+  ((struct wakeup*) handle->data)->fired++;
+}
+
+
+static void wakeup_sender(void* arg) {
+  Sleep(1);
+  uv_async_send(arg);
+  Sleep(40);
+  uv_async_send(arg);
+}
+
+
+struct figures {
+  double calls_per_poll;
+  double spurious_per_s;
+  long spurious;
+  long blocking;
+  long calls;
+  double seconds;
+};
+
+
+static int measure_stale_wakeup(int rounds, struct figures* f) {
+  struct wakeup w;
+  uv_check_t check;
+  uv_thread_t tid;
+  uv_loop_t loop;
+  uint64_t start;
+  int i;
+
+  memset(&w, 0, sizeof(w));
+  CHECK_UV(uv_loop_init(&loop));
+  w.loop = &loop;
+  CHECK_UV(uv_async_init(&loop, &w.async, wakeup_async_cb));
+  CHECK_UV(uv_timer_init(&loop, &w.timer));
+  w.async.data = &w;
+  w.timer.data = &w;
+  CHECK_UV(watch(&loop, &check, NULL));
+  start = qpc_ns();
+  for (i = 0; i < rounds; i++) {
+    w.seen = 0;
+    uv_update_time(&loop);
+    CHECK_UV(uv_timer_start(&w.timer, wakeup_timer_cb, 20, 0));
+    CHECK_UV(uv_thread_create(&tid, wakeup_sender, &w.async));
+    uv_run(&loop, UV_RUN_DEFAULT);
+    CHECK_UV(uv_thread_join(&tid));
+  }
+  f->seconds = (double) (qpc_ns() - start) / 1e9;
+  unwatch(&check);
+  uv_close((uv_handle_t*) &w.async, NULL);
+  uv_close((uv_handle_t*) &w.timer, NULL);
+  CHECK_UV(uv_run(&loop, UV_RUN_DEFAULT));
+  CHECK_UV(uv_loop_close(&loop));
+  f->spurious = counts.spurious;
+  f->blocking = counts.blocking;
+  f->calls = arming_calls();
+  f->calls_per_poll = counts.blocking ? (double) f->calls / counts.blocking
+                                      : 0;
+  f->spurious_per_s = f->spurious / f->seconds;
+  printf("{\"bench\": \"timer_model_stale\", \"rounds\": %d, "
+         "\"spurious\": %ld, \"timer_wakeups\": %ld, \"wakeups\": %ld, "
+         "\"timers_fired\": %d, \"calls\": %ld, \"blocking_waits\": %ld, "
+         "\"stand_ins\": %s, \"model\": %s}\n",
+         rounds, counts.spurious, counts.timer_wakeups, counts.wakeups,
+         w.fired, f->calls, counts.blocking,
+         have_stand_ins() ? "true" : "false", real_mode ? "false" : "true");
+  fflush(stdout);
+  fprintf(stderr,
+          "timer_model/stale_wakeup (%s): %d rounds (a 20 ms timer, its "
+          "wait woken after ~1 ms and the timer stopped, then a wait with "
+          "no timeout): spurious wake-ups=%ld, wake-ups by timer "
+          "completions only=%ld, timers that ran before the wake-up=%d, "
+          "extra calls=%ld\n",
+          note(), rounds, counts.spurious, counts.timer_wakeups, w.fired,
+          f->calls);
+  return CASE_OK;
+}
+
+
+static int stale_wakeup(void) {
+  struct figures f;
+  int r;
+
+  SETUP();
+  r = measure_stale_wakeup(20, &f);
+  if (r != CASE_OK)
+    return r;
+  if (f.spurious != 0)
+    FAIL("%s: %ld spurious wake-ups in 20 rounds: a stale timer "
+         "completion woke a wait with no timeout", MODEL_NOTE, f.spurious);
+  return CASE_OK;
+}
+
+
+/* io_heavy: a thread sends uv_async_send() 10,000 times a second. */
+#define IO_SECONDS 1.0
+#define IO_STEADY_GAP_NS 100000ULL
+#define IO_BURST_GAP_NS 50000ULL
+#define IO_BURST_PAIRS 10
+#define IO_SILENCE_NS 1000000ULL
+
+struct io {
+  uv_loop_t* loop;
+  uv_async_t async;
+  uv_timer_t tick;       /* steady: 1 ms repeating. */
+  uv_timer_t timeout;    /* bursts: a request's 1 ms timeout. */
+  int bursts;
+  volatile LONG request; /* bursts: the last send was a request. */
+  volatile LONG done;
+  long sent;
+  long seen;
+  long ticks;
+  long timeouts;
+};
+
+
+/* Busy-waits until `until` (QPC ns): Wine sleeps in whole ms at best. */
+static void spin_until(uint64_t until) {
+  while (qpc_ns() < until)
+    SwitchToThread();
+}
+
+
+static void io_sender(void* arg) {
+  struct io* io;
+  uint64_t next;
+  uint64_t end;
+  int i;
+
+  io = arg;
+  next = qpc_ns();
+  end = next + (uint64_t) (IO_SECONDS * 1e9);
+  while (next < end) {
+    if (!io->bursts) {
+      uv_async_send(&io->async);
+      io->sent++;
+      next += IO_STEADY_GAP_NS;
+      spin_until(next);
+      continue;
+    }
+    for (i = 0; i < 2 * IO_BURST_PAIRS; i++) {
+      InterlockedExchange(&io->request, i % 2 == 0);
+      uv_async_send(&io->async);
+      io->sent++;
+      next += IO_BURST_GAP_NS;
+      spin_until(next);
+    }
+    next += IO_SILENCE_NS;
+    spin_until(next);
+  }
+  InterlockedExchange(&io->done, 1);
+  uv_async_send(&io->async);
+}
+
+
+static void io_timer_cb(uv_timer_t* handle) {
+  struct io* io;
+
+  io = handle->data;
+  if (handle == &io->tick)
+    io->ticks++;
+  else
+    io->timeouts++;
+}
+
+
+static void io_async_cb(uv_async_t* handle) {
+  struct io* io;
+
+  io = handle->data;
+  io->seen++;
+  if (io->done) {
+    uv_stop(io->loop);
+    return;
+  }
+  if (!io->bursts)
+    return;
+  /* A request starts its 1 ms timeout, a response stops it. */
+  if (io->request)
+    uv_timer_start(&io->timeout, io_timer_cb, 1, 0);
+  else
+    uv_timer_stop(&io->timeout);
+}
+
+
+static int measure_io(int bursts, struct figures* f) {
+  struct io io;
+  uv_check_t check;
+  uv_thread_t tid;
+  uv_loop_t loop;
+  uint64_t start;
+  long gqcs;
+
+  memset(&io, 0, sizeof(io));
+  io.bursts = bursts;
+  CHECK_UV(uv_loop_init(&loop));
+  io.loop = &loop;
+  CHECK_UV(uv_async_init(&loop, &io.async, io_async_cb));
+  CHECK_UV(uv_timer_init(&loop, &io.tick));
+  CHECK_UV(uv_timer_init(&loop, &io.timeout));
+  io.async.data = &io;
+  io.tick.data = &io;
+  io.timeout.data = &io;
+  if (!bursts)
+    CHECK_UV(uv_timer_start(&io.tick, io_timer_cb, 1, 1));
+  CHECK_UV(watch(&loop, &check, NULL));
+  counts.blocking = 0;
+  counts.cancel = counts.associate = counts.set_timer = 0;
+  counts.spurious = counts.wakeups = counts.timer_wakeups = 0;
+  gqcs = counts.gqcs;
+  start = qpc_ns();
+  CHECK_UV(uv_thread_create(&tid, io_sender, &io));
+  uv_run(&loop, UV_RUN_DEFAULT);
+  f->seconds = (double) (qpc_ns() - start) / 1e9;
+  CHECK_UV(uv_thread_join(&tid));
+  f->spurious = counts.spurious;
+  f->blocking = counts.blocking;
+  f->calls = arming_calls();
+  f->calls_per_poll = counts.blocking ? (double) f->calls / counts.blocking
+                                      : 0;
+  f->spurious_per_s = f->spurious / f->seconds;
+  unwatch(&check);
+  uv_close((uv_handle_t*) &io.async, NULL);
+  uv_close((uv_handle_t*) &io.tick, NULL);
+  uv_close((uv_handle_t*) &io.timeout, NULL);
+  CHECK_UV(uv_run(&loop, UV_RUN_DEFAULT));
+  CHECK_UV(uv_loop_close(&loop));
+  printf("{\"bench\": \"timer_model_io\", \"load\": \"%s\", "
+         "\"seconds\": %.3f, \"sends\": %ld, \"async_callbacks\": %ld, "
+         "\"ticks\": %ld, \"timeouts\": %ld, \"polls\": %ld, "
+         "\"blocking_waits\": %ld, \"calls\": %ld, "
+         "\"calls_per_blocking_poll\": %.3f, \"spurious\": %ld, "
+         "\"spurious_per_s\": %.1f, \"timer_wakeups\": %ld, "
+         "\"stand_ins\": %s, \"model\": %s}\n",
+         bursts ? "bursts" : "steady", f->seconds, io.sent, io.seen,
+         io.ticks, io.timeouts, counts.gqcs - gqcs, counts.blocking,
+         f->calls, f->calls_per_poll, f->spurious, f->spurious_per_s,
+         counts.timer_wakeups, have_stand_ins() ? "true" : "false",
+         real_mode ? "false" : "true");
+  fflush(stdout);
+  fprintf(stderr,
+          "timer_model/io_heavy (%s): %s: %ld sends in %.2f s, %ld "
+          "callbacks, %s=%ld, blocking polls=%ld, extra calls per blocking "
+          "poll=%.2f, spurious wake-ups=%ld (%.1f/s)\n",
+          note(), bursts ? "bursts of 1 ms request timeouts" :
+                           "steady, 1 ms repeating timer",
+          io.sent, f->seconds, io.seen, bursts ? "timeouts" : "ticks",
+          bursts ? io.timeouts : io.ticks, counts.blocking,
+          f->calls_per_poll, f->spurious, f->spurious_per_s);
+  if (!bursts && io.ticks == 0)
+    FAIL("%s: the 1 ms timer never ran", note());
+  return CASE_OK;
+}
+
+
+static int io_heavy(void) {
+  struct figures steady;
+  struct figures bursts;
+  int r;
+
+  SETUP();
+  r = measure_io(0, &steady);
+  if (r != CASE_OK)
+    return r;
+  SETUP();
+  r = measure_io(1, &bursts);
+  if (r != CASE_OK)
+    return r;
+  if (steady.spurious != 0 || bursts.spurious != 0)
+    FAIL("%s: spurious wake-ups: %ld steady, %ld in bursts", MODEL_NOTE,
+         steady.spurious, bursts.spurious);
   return CASE_OK;
 }
 
@@ -703,14 +1349,17 @@ static int cancel_pending(void) {
   NEEDS_STAND_INS();
   SETUP();
   pending_every = 3;
-  if (run_oneshots("cancel_pending", SAMPLES, &median, &early) != 0)
+  if (run_oneshots("cancel_pending", SAMPLES, 1, &median, &early) != 0)
     FAIL("%s: not every timer ran within %d ms (a timer lost?)", MODEL_NOTE,
          WATCHDOG_MS);
   fprintf(stderr,
           "timer_model/cancel_pending (%s): STATUS_PENDING answers=%ld, "
-          "then a wait in ms=%ld, another wait=%ld, armed anyway=%ld\n",
+          "then a wait in ms=%ld, another wait=%ld, armed anyway=%ld; "
+          "stale completions dequeued=%ld, spurious wake-ups=%ld, stale "
+          "completions that ended a wait early=%ld\n",
           MODEL_NOTE, counts.pending, counts.pending_ms,
-          counts.pending_other, counts.pending_armed);
+          counts.pending_other, counts.pending_armed, counts.stale_dequeued,
+          counts.spurious, counts.stale_ended);
   if (early != 0)
     FAIL("%s: %d of %d timers ran early", MODEL_NOTE, early, SAMPLES);
   if (counts.pending == 0)
@@ -722,6 +1371,9 @@ static int cancel_pending(void) {
   if (counts.pending_ms == 0 || counts.pending_other != 0)
     FAIL("%s: after STATUS_PENDING, %ld waits in ms and %ld others",
          MODEL_NOTE, counts.pending_ms, counts.pending_other);
+  if (counts.stale_ended != 0)
+    FAIL("%s: %ld stale completions ended a wait early", MODEL_NOTE,
+         counts.stale_ended);
   return CASE_OK;
 }
 
@@ -744,7 +1396,7 @@ static int stand_ins_missing(void) {
 #endif
     if (run_oneshots(which == 0 ? "stand_ins_missing(all)" :
                                   "stand_ins_missing(cancel)",
-                     10, &median, &early) != 0) {
+                     10, 1, &median, &early) != 0) {
       stand_ins(1);
       FAIL("%s: not every timer ran", MODEL_NOTE);
     }
@@ -823,49 +1475,53 @@ static void noop_timer_cb(uv_timer_t* handle) {
 }
 
 
-/* Arming calls per poll that waits: each round is one uv_run(UV_RUN_ONCE)
- * that blocks. The 1 ms timer's round ends when it fires; the 1 s timer's
- * and the timer-less round end on an uv_async_send() sent before.
+/* arming_cost: calls per blocking poll, one uv_run(UV_RUN_ONCE) a round.
+ * The 1 ms timer's rounds end when it fires; the others' on an
+ * uv_async_send() sent before.
  */
-static int arming_cost(void) {
-  static const char* names[] = { "1ms", "1s", "none" };
+#define ARMING_MODES 5
+
+static const char* arming_names[ARMING_MODES] = {
+  "1ms", "16ms", "100ms", "1s", "none"
+};
+static const uint64_t arming_timeouts[ARMING_MODES] = { 1, 16, 100, 1000, 0 };
+
+
+static int measure_arming(double* calls) {
   uv_loop_t loop;
   uv_timer_t timer;
   uv_async_t async;
-  double calls[3];
   long polls;
   int rounds;
   int mode;
   int i;
 
-  SETUP();
   rounds = 20;
-  for (mode = 0; mode < 3; mode++) {
+  for (mode = 0; mode < ARMING_MODES; mode++) {
     CHECK_UV(uv_loop_init(&loop));
     CHECK_UV(uv_timer_init(&loop, &timer));
     CHECK_UV(uv_async_init(&loop, &async, noop_async_cb));
     memset(&counts, 0, sizeof(counts));
     for (i = 0; i < rounds; i++) {
       uv_update_time(&loop);
-      if (mode == 0)
-        CHECK_UV(uv_timer_start(&timer, noop_timer_cb, 1, 0));
-      else if (mode == 1)
-        CHECK_UV(uv_timer_start(&timer, noop_timer_cb, 1000, 0));
+      if (arming_timeouts[mode] != 0)
+        CHECK_UV(uv_timer_start(&timer, noop_timer_cb,
+                                arming_timeouts[mode], 0));
       if (mode != 0)
         CHECK_UV(uv_async_send(&async));
       uv_run(&loop, UV_RUN_ONCE);
       uv_timer_stop(&timer);
     }
     polls = counts.blocking;
-    calls[mode] = (double) (counts.cancel + counts.associate +
-                            counts.set_timer) / rounds;
+    calls[mode] = polls ? (double) arming_calls() / polls : 0;
     printf("{\"bench\": \"timer_model_arming\", \"timer\": \"%s\", "
            "\"calls_per_poll\": %.2f, \"cancel\": %ld, \"set_timer\": %ld, "
            "\"associate\": %ld, \"rounds\": %d, \"blocking_waits\": %ld, "
-           "\"stand_ins\": %s, \"model\": true}\n",
-           names[mode], calls[mode], counts.cancel, counts.set_timer,
+           "\"stand_ins\": %s, \"model\": %s}\n",
+           arming_names[mode], calls[mode], counts.cancel, counts.set_timer,
            counts.associate, rounds, polls,
-           have_stand_ins() ? "true" : "false");
+           have_stand_ins() ? "true" : "false",
+           real_mode ? "false" : "true");
     fflush(stdout);
     uv_close((uv_handle_t*) &timer, NULL);
     uv_close((uv_handle_t*) &async, NULL);
@@ -874,15 +1530,124 @@ static int arming_cost(void) {
   }
   fprintf(stderr,
           "timer_model/arming_cost (%s): Nt*WaitCompletionPacket + "
-          "SetWaitableTimer calls per poll (one uv_run(UV_RUN_ONCE) "
-          "each): 1 ms timer %.2f, 1 s timer %.2f, no timer %.2f%s\n",
-          MODEL_NOTE, calls[0], calls[1], calls[2],
+          "SetWaitableTimer calls per blocking poll (one uv_run(UV_RUN_ONCE) "
+          "each): 1 ms timer %.2f, 16 ms %.2f, 100 ms %.2f, 1 s %.2f, no "
+          "timer %.2f%s\n",
+          note(), calls[0], calls[1], calls[2], calls[3], calls[4],
           have_stand_ins() ? "" : " (base: nothing to arm)");
-  if (calls[2] != 0)
+  return CASE_OK;
+}
+
+
+static int arming_cost(void) {
+  double calls[ARMING_MODES];
+  int r;
+
+  SETUP();
+  r = measure_arming(calls);
+  if (r != CASE_OK)
+    return r;
+  if (calls[4] != 0)
     FAIL("%s: %.2f arming calls per poll with no timer", MODEL_NOTE,
-         calls[2]);
+         calls[4]);
   if (have_stand_ins() && (calls[0] == 0 || calls[1] == 0))
     FAIL("%s: the high-resolution timer was not armed", MODEL_NOTE);
+  if (calls[2] != 0 || calls[3] != 0)
+    FAIL("%s: %.2f and %.2f arming calls per poll with a 100 ms and a 1 s "
+         "timer, where the tick is harmless", MODEL_NOTE, calls[2],
+         calls[3]);
+  return CASE_OK;
+}
+
+
+/* tick_lateness: one-shot timers of each length, a few each. */
+static int tick_lateness(void) {
+  static const uint64_t lengths[] = { 1, 8, 15, 16, 17, 20, 24, 31, 32, 33,
+                                      48, 100 };
+  struct probe p;
+  uv_loop_t loop;
+  uint64_t late;
+  long calls;
+  int n;
+  int i;
+  int k;
+
+  SETUP();
+  n = 3;
+  CHECK_UV(uv_loop_init(&loop));
+  CHECK(probe_init(&p, &loop) == 0);
+  for (k = 0; k < (int) ARRAY_SIZE(lengths); k++) {
+    p.count = 0;
+    calls = arming_calls();
+    for (i = 0; i < n && !p.timed_out; i++) {
+      CHECK_UV(probe_start(&p, lengths[k]));
+      uv_run(&loop, UV_RUN_DEFAULT);
+    }
+    if (p.timed_out || p.count != n)
+      FAIL("%s: %d of %d %d ms timers ran", note(), p.count, n,
+           (int) lengths[k]);
+    sort_u64(p.samples, (size_t) n);
+    late = p.samples[n / 2] > lengths[k] * 1000000 ?
+           p.samples[n / 2] - lengths[k] * 1000000 : 0;
+    printf("{\"bench\": \"timer_model_lateness\", \"timeout_ms\": %d, "
+           "\"median_late_ms\": %.3f, \"calls_per_timer\": %.2f, "
+           "\"samples\": %d, \"stand_ins\": %s, \"model\": true}\n",
+           (int) lengths[k], ms(late), (double) (arming_calls() - calls) / n,
+           n, have_stand_ins() ? "true" : "false");
+    fprintf(stderr, "timer_model/tick_lateness (%s): %3d ms timer: median "
+            "%.3f ms late, %.2f extra calls per timer\n", MODEL_NOTE,
+            (int) lengths[k], ms(late),
+            (double) (arming_calls() - calls) / n);
+  }
+  fflush(stdout);
+  probe_close(&p);
+  CHECK_UV(uv_loop_close(&loop));
+  if (p.early != 0)
+    FAIL("%s: %d timers ran early", note(), p.early);
+  return CASE_OK;
+}
+
+
+/* real_windows: the same figures with the kernel's own calls. */
+static int real_windows(void) {
+  struct figures stale;
+  struct figures steady;
+  struct figures bursts;
+  double calls[ARMING_MODES];
+  uint64_t median;
+  int early;
+  int r;
+
+  if (under_wine())
+    SKIP("%s; needs real Windows: Wine has neither the tick nor the wait "
+         "completion packet calls (the GitHub workflow runs it)", REAL_NOTE);
+  real_mode = 1;
+  SETUP();
+  if (run_oneshots("real_windows", SAMPLES, 1, &median, &early) != 0)
+    FAIL("%s: no %d samples within %d ms", REAL_NOTE, SAMPLES, WATCHDOG_MS);
+  printf("{\"bench\": \"timer_model_median\", \"timeout_ms\": 1, "
+         "\"median_ms\": %.3f, \"samples\": %d, \"early\": %d, "
+         "\"stand_ins\": %s, \"model\": false}\n",
+         ms(median), SAMPLES, early, have_stand_ins() ? "true" : "false");
+  SETUP();
+  r = measure_arming(calls);
+  if (r == CASE_OK) {
+    SETUP();
+    r = measure_stale_wakeup(20, &stale);
+  }
+  if (r == CASE_OK) {
+    SETUP();
+    r = measure_io(0, &steady);
+  }
+  if (r == CASE_OK) {
+    SETUP();
+    r = measure_io(1, &bursts);
+  }
+  real_mode = 0;
+  if (r != CASE_OK)
+    return r;
+  if (early != 0)
+    FAIL("%s: %d of %d 1 ms timers ran early", REAL_NOTE, early, SAMPLES);
   return CASE_OK;
 }
 
@@ -894,10 +1659,14 @@ static int windows_only(void) {
 
 # define tick_1ms_median windows_only
 # define stale_completion windows_only
+# define stale_wakeup windows_only
+# define io_heavy windows_only
 # define cancel_pending windows_only
 # define stand_ins_missing windows_only
 # define loop_cycles_close windows_only
 # define arming_cost windows_only
+# define tick_lateness windows_only
+# define real_windows windows_only
 
 #endif  /* _WIN32 */
 
@@ -905,10 +1674,14 @@ static int windows_only(void) {
 static const test_case cases[] = {
   { "tick_1ms_median", tick_1ms_median },
   { "stale_completion", stale_completion, CASE_THREADS },
+  { "stale_wakeup", stale_wakeup, CASE_THREADS },
+  { "io_heavy", io_heavy, CASE_THREADS },
   { "cancel_pending", cancel_pending },
   { "stand_ins_missing", stand_ins_missing },
   { "loop_cycles_close", loop_cycles_close },
   { "arming_cost", arming_cost },
+  { "tick_lateness", tick_lateness },
+  { "real_windows", real_windows, CASE_THREADS },
   { NULL, NULL }
 };
 

@@ -128,24 +128,39 @@ class StatisticsTest(unittest.TestCase):
         self.assertEqual(rows["c"]["why"], "valgrind is not installed")
 
 
-# What timer_model arming_cost prints on stdout (its result line too).
-ARMING_OUT = {
-    "patched": (
-        '{"bench": "timer_model_arming", "timer": "1ms", '
-        '"calls_per_poll": 2.90, "stand_ins": true, "model": true}\n'
-        '{"bench": "timer_model_arming", "timer": "1s", '
-        '"calls_per_poll": 3.00, "stand_ins": true, "model": true}\n'
-        '{"bench": "timer_model_arming", "timer": "none", '
-        '"calls_per_poll": 0.00, "stand_ins": true, "model": true}\n'
-        'ok arming_cost\n'),
-    "base": (
-        '{"bench": "timer_model_arming", "timer": "1ms", '
-        '"calls_per_poll": 0.00, "stand_ins": false, "model": true}\n'
-        '{"bench": "timer_model_arming", "timer": "1s", '
-        '"calls_per_poll": 0.00, "stand_ins": false, "model": true}\n'
-        '{"bench": "timer_model_arming", "timer": "none", '
-        '"calls_per_poll": 0.00, "stand_ins": false, "model": true}\n'
-        'ok arming_cost\n'),
+def _model_out(stand_ins, calls, io_calls, spurious, median, result="ok"):
+    """What timer_model prints on stdout for one case (its result line
+    too), by case name."""
+    flag = "true" if stand_ins else "false"
+    arming = "".join(
+        '{"bench": "timer_model_arming", "timer": "%s", '
+        '"calls_per_poll": %.2f, "stand_ins": %s, "model": true}\n'
+        % (timer, calls.get(timer, 0.0), flag)
+        for timer, _ in bench.ARMING)
+    io = "".join(
+        '{"bench": "timer_model_io", "load": "%s", '
+        '"calls_per_blocking_poll": %.3f, "spurious": %d, '
+        '"spurious_per_s": %.1f, "stand_ins": %s, "model": true}\n'
+        % (load, io_calls, spurious, float(spurious), flag)
+        for load, _ in bench.IO_LOADS)
+    return {
+        "tick_1ms_median": (
+            '{"bench": "timer_model_median", "timeout_ms": 1, '
+            '"median_ms": %.3f, "stand_ins": %s, "model": true}\n'
+            '%s tick_1ms_median\n' % (median, flag, result)),
+        "arming_cost": arming + "%s arming_cost\n" % result,
+        "stale_wakeup": (
+            '{"bench": "timer_model_stale", "rounds": 20, "spurious": %d, '
+            '"stand_ins": %s, "model": true}\n%s stale_wakeup\n'
+            % (spurious, flag, result)),
+        "io_heavy": io + "%s io_heavy\n" % result,
+    }
+
+
+# The base fails the proof (its median is the tick) yet prints it.
+MODEL_OUT = {
+    "patched": _model_out(True, {"1ms": 2.9, "16ms": 0.4}, 1.4, 0, 1.3),
+    "base": _model_out(False, {}, 0.0, 0, 15.5, result="not ok"),
 }
 
 
@@ -160,24 +175,28 @@ class FakeVariant:
 
 
 class FakeRunner:
-    """Answers for the programs instead of running them."""
+    """Answers for the programs instead of running them: outputs maps a
+    variant to (exit status, {case: stdout}) or (exit status, stdout)."""
     prefix = []
 
-    def __init__(self, outputs):
+    def __init__(self, outputs, under_wine=True):
         self.outputs = outputs
+        self.under_wine = under_wine
         self.calls = []
 
     def run(self, exe, args, timeout=None):
         self.calls.append((os.path.basename(exe), list(args)))
         for name, (code, out) in self.outputs.items():
             if os.path.basename(exe).startswith(name + "-"):
-                return code, out, "timer_model/arming_cost (model: ...)\n"
+                if isinstance(out, dict):
+                    out = out.get(args[0], "skip %s: x\n" % args[0])
+                return code, out, "timer_model (model: ...)\n"
         raise AssertionError(exe)
 
 
-class ArmingTest(unittest.TestCase):
-    """The Windows arming counts of the timers section: rows, parsing,
-    and what a failed run leaves, with no program run."""
+class ModelTest(unittest.TestCase):
+    """The Windows figures of the timers section from timer_model: rows,
+    parsing, and what a failed run leaves, with no program run."""
 
     def setUp(self):
         self.tmp = tempfile.mkdtemp()
@@ -188,71 +207,104 @@ class ArmingTest(unittest.TestCase):
     def rows(self, sec):
         return {row["id"]: row for row in sec.finish()["rows"]}
 
+    def measure(self, outputs, under_wine=True):
+        sec = bench.Section("timers")
+        bench.timer_rows(sec, "windows")
+        runner = FakeRunner(outputs, under_wine)
+        bench.measure_model(sec, "windows.", self.variants, runner)
+        return sec, runner
+
     def test_rows_only_for_windows(self):
         sec = bench.Section("timers")
         bench.timer_rows(sec, "linux")
         bench.timer_rows(sec, "windows")
         ids = [row["id"] for row in sec.data["rows"]]
-        self.assertIn("windows.arming.1ms", ids)
-        self.assertIn("windows.arming.1s", ids)
-        self.assertIn("windows.arming.none", ids)
+        for rid in ("windows.arming.1ms", "windows.arming.100ms",
+                    "windows.arming.1s", "windows.arming.none",
+                    "windows.model.median1", "windows.io.steady.calls",
+                    "windows.io.bursts.spurious", "windows.stale.spurious",
+                    "windows.real.median1", "windows.real.arming.1ms",
+                    "windows.real.io.steady.spurious"):
+            self.assertIn(rid, ids)
         self.assertFalse([i for i in ids if i.startswith("linux.arming")])
         row = sec.rows["windows.arming.1ms"]
         self.assertEqual(row["kind"], "count")
         self.assertIn(row["kind"], bench.KINDS)
         self.assertIn("model", row["label"])
+        self.assertIn("kernel's own calls",
+                      sec.rows["windows.real.median1"]["label"])
 
-    def test_counts_of_both_variants(self):
-        sec = bench.Section("timers")
-        bench.timer_rows(sec, "windows")
-        runner = FakeRunner({name: (0, ARMING_OUT[name])
-                             for name in bench.VARIANTS})
-        bench.measure_arming(sec, "windows.", self.variants, runner)
-        self.assertEqual(sorted(runner.calls),
-                         [("base-timer_model.exe", ["arming_cost"]),
-                          ("patched-timer_model.exe", ["arming_cost"])])
+    def test_figures_of_both_variants(self):
+        sec, runner = self.measure({name: (0, MODEL_OUT[name])
+                                    for name in bench.VARIANTS})
+        self.assertEqual(sorted(runner.calls), sorted(
+            ("%s-timer_model.exe" % name, [case])
+            for name in bench.VARIANTS for case in bench.MODEL_CASES))
         rows = self.rows(sec)
         self.assertEqual(rows["windows.arming.1ms"]["patched"], [2.9])
-        self.assertEqual(rows["windows.arming.1s"]["patched"], [3.0])
-        self.assertEqual(rows["windows.arming.none"]["patched"], [0.0])
+        self.assertEqual(rows["windows.arming.1s"]["patched"], [0.0])
         self.assertEqual(rows["windows.arming.1s"]["base"], [0.0])
+        self.assertEqual(rows["windows.io.steady.calls"]["patched"], [1.4])
+        self.assertEqual(rows["windows.io.bursts.spurious"]["base"], [0.0])
+        self.assertEqual(rows["windows.stale.spurious"]["patched"], [0])
+        # The base's proof fails, and its median is kept all the same.
+        self.assertEqual(rows["windows.model.median1"]["base"], [15.5])
         self.assertIsNone(rows["windows.arming.1s"]["why"])
+        self.assertIn("real Windows", rows["windows.real.median1"]["why"])
         self.assertTrue(any("model" in n for n in sec.data["notes"]))
 
+    def test_real_windows_lines(self):
+        out = {name: dict(MODEL_OUT[name]) for name in bench.VARIANTS}
+        for name in bench.VARIANTS:
+            out[name]["real_windows"] = (
+                '{"bench": "timer_model_median", "timeout_ms": 1, '
+                '"median_ms": 1.1, "model": false}\n'
+                '{"bench": "timer_model_arming", "timer": "1s", '
+                '"calls_per_poll": 0.0, "model": false}\n'
+                'ok real_windows\n')
+        sec, runner = self.measure({name: (0, out[name])
+                                    for name in bench.VARIANTS},
+                                   under_wine=False)
+        self.assertIn(("patched-timer_model.exe", ["real_windows"]),
+                      runner.calls)
+        rows = self.rows(sec)
+        self.assertEqual(rows["windows.real.median1"]["patched"], [1.1])
+        self.assertEqual(rows["windows.real.arming.1s"]["base"], [0.0])
+        # The model's figures stay in their own rows.
+        self.assertEqual(rows["windows.model.median1"]["patched"], [1.3])
+
     def test_failed_run_says_why(self):
-        sec = bench.Section("timers")
-        bench.timer_rows(sec, "windows")
-        runner = FakeRunner({"base": (0, ARMING_OUT["base"]),
-                             "patched": (1, "not ok arming_cost: x\n")})
-        bench.measure_arming(sec, "windows.", self.variants, runner)
+        sec, _ = self.measure({"base": (0, MODEL_OUT["base"]),
+                               "patched": (1, "not ok arming_cost: x\n")})
         rows = self.rows(sec)
         self.assertEqual(rows["windows.arming.1ms"]["base"], [0.0])
         self.assertEqual(rows["windows.arming.1ms"]["patched"], [])
-        self.assertIn("exited with 1", rows["windows.arming.1ms"]["why"])
+        self.assertTrue(rows["windows.arming.1ms"]["why"])
+        self.assertTrue(any("exited with 1" in n
+                            for n in sec.data["notes"]))
 
-    def test_no_counts_printed(self):
+    def test_no_figures_printed(self):
         sec = bench.Section("timers")
         bench.timer_rows(sec, "windows")
-        self.assertEqual(bench.add_arming(
+        self.assertEqual(bench.add_model(
             sec, "windows.", "patched",
             [{"bench": "timer_model_arming", "timer": "1ms",
-              "calls_per_poll": True}, {"bench": "other"}]), 0)
-        runner = FakeRunner({name: (0, "skip arming_cost: x\n{}\n")
-                             for name in bench.VARIANTS})
-        bench.measure_arming(sec, "windows.", self.variants, runner)
+              "calls_per_poll": True}, {"bench": "other"},
+             {"bench": "timer_model_arming", "timer": "2h",
+              "calls_per_poll": 1.0}]), 0)
+        sec, _ = self.measure({name: (0, "skip arming_cost: x\n{}\n")
+                               for name in bench.VARIANTS})
         why = self.rows(sec)["windows.arming.none"]["why"]
-        self.assertIn("no counts", why)
+        self.assertIn("no sample", why)
 
-    def test_render_shows_counts(self):
+    def test_render_shows_figures(self):
         report = sample_report()
-        sec = bench.Section("timers")
-        bench.timer_rows(sec, "windows")
-        runner = FakeRunner({name: (0, ARMING_OUT[name])
-                             for name in bench.VARIANTS})
-        bench.measure_arming(sec, "windows.", self.variants, runner)
+        sec, _ = self.measure({name: (0, MODEL_OUT[name])
+                               for name in bench.VARIANTS})
         report["sections"][0] = sec.finish()
         text = bench.render(report)
-        self.assertIn("calls per poll, 1 s timer", text)
+        self.assertIn("calls per blocking poll, 1 s timer", text)
+        self.assertIn("spurious wake-ups per second", text)
 
 
 class SvgTest(unittest.TestCase):
@@ -336,7 +388,7 @@ class RenderTest(unittest.TestCase):
         problems = [p for p in bench.check_report(data, md) if p[1]]
         checked = bench.check_report(data, md)
         self.assertIn(("udp", None, "all 1 figures measured"), checked)
-        self.assertIn(("timers", None, "1 of 25 figures measured, the "
+        self.assertIn(("timers", None, "1 of 44 figures measured, the "
                        "rest say why"), checked)
         self.assertEqual(problems, [])
         self.assertEqual(sorted(os.listdir(tmp)),
