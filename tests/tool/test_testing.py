@@ -11,7 +11,7 @@ import unittest
 import fixture  # noqa: F401  (puts scripts/ on sys.path)
 from fixture import write
 
-from uvpatchlib import testing
+from uvpatchlib.verify import testing
 
 
 class ThreadTestsTest(unittest.TestCase):

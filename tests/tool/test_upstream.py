@@ -5,7 +5,7 @@ import unittest
 
 from fixture import World, git, write, UPSTREAM_FILES
 
-from uvpatchlib import prcheck, prtext
+from uvpatchlib.upstream import prcheck, prtext
 
 CORE = UPSTREAM_FILES["src/core.c"]
 TEST_FILE = """#include "uv.h"

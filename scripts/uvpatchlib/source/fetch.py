@@ -14,14 +14,14 @@ import tarfile
 import tempfile
 import urllib.request
 
-from . import proc
-from .errors import UvPatchError, EXIT_FETCH
+from .. import proc
+from ..errors import UvPatchError, EXIT_FETCH
 from .extract import (NOT_A_SOURCE, NotARegularFile, copy_tree,
                       extract_tarball, open_regular, source_kind,
                       tree_problem, write_failed)
 from .fsutil import Lock, remove_tree, write_atomic
 from .gittree import tree_id
-from .manifest import sha256_file
+from ..series.manifest import sha256_file
 
 NETWORK_TIMEOUT = 60
 
@@ -343,7 +343,7 @@ class Fetcher:
 def describe_bases(manifest, cache=None):
     """The text of `scripts/uvpatch bases`: each base, what it is for,
     where its source comes from, and whether its tree is cached."""
-    from .manifest import validate
+    from ..series.manifest import validate
     lines = []
     mirror = os.environ.get("UVPATCH_SOURCE")
     for data in manifest.doc["bases"]:

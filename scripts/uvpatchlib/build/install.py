@@ -26,12 +26,12 @@ into one prefix wait for each other.
 import os
 import shlex
 
-from . import proc
-from .apply import BASE_TAG
-from .build import _common_args, _configure, _ninja
-from .errors import UvPatchError, EXIT_FAILURE, EXIT_STATE, EXIT_USAGE
-from .fsutil import Lock, exchange, remove_tree, write_atomic
-from .gittree import file_ids
+from .. import proc
+from ..errors import UvPatchError, EXIT_FAILURE, EXIT_STATE, EXIT_USAGE
+from ..source.fsutil import Lock, exchange, remove_tree, write_atomic
+from ..source.gittree import file_ids
+from ..series.apply import BASE_TAG
+from .cmake import _common_args, _configure, _ninja
 from .vendor import _inside, local_edits, provenance
 
 PROVENANCE = "share/uvpatch/UVPATCH.json"

@@ -17,15 +17,17 @@ import shutil
 import tarfile
 import tempfile
 
-from . import gitref, proc, rebasetry
+from .. import proc
+from ..errors import UvPatchError, EXIT_APPLY, EXIT_FETCH, EXIT_STATE
+from ..source import gitref
+from ..source.extract import extract_tarball
+from ..source.fetch import Fetcher
+from ..source.fsutil import remove_tree, replace_dir, write_atomic
+from ..source.gittree import tree_id
+from . import rebasetry
 from .apply import (AM_IDENTITY, BASE_TAG, STATE_FILE, _build, apply_series,
                     declare_shallow, local_changes, read_state)
-from .errors import UvPatchError, EXIT_APPLY, EXIT_FETCH, EXIT_STATE
-from .extract import extract_tarball
-from .fetch import Fetcher
-from .fsutil import remove_tree, replace_dir, write_atomic
-from .gittree import tree_id
-from .manifest import Manifest, sha256_file, validate
+from .manifest import Manifest, load, sha256_file, validate
 from .refresh import refresh
 
 STATE = "uvpatch-rebase.json"       # in out/rebase/.git
@@ -424,7 +426,6 @@ def _in_progress(out):
 
 def resume(root, out):
     work, state = _in_progress(out)
-    from .manifest import load
     manifest = load(root, base=state["from"])
     if sha256_file(manifest.path) != state["deps_sha256"]:
         raise UvPatchError("deps.json changed since the rebase started",

@@ -10,11 +10,11 @@ byte-for-byte the same.
 import json
 import os
 
-from . import VERSION, proc
-from .apply import BASE_TAG, apply_series
-from .errors import UvPatchError, EXIT_STATE, EXIT_USAGE
-from .fsutil import remove_tree
-from .gittree import file_ids
+from .. import VERSION, proc
+from ..errors import UvPatchError, EXIT_STATE, EXIT_USAGE
+from ..source.fsutil import remove_tree
+from ..source.gittree import file_ids
+from ..series.apply import BASE_TAG, apply_series
 
 PROVENANCE = "UVPATCH.json"
 

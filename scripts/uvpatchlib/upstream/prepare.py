@@ -16,17 +16,19 @@ import re
 import socket
 import subprocess
 
-from . import gitref, proc, prstack
-from .apply import BASE_TAG, apply_series
-from .errors import (UvPatchError, EXIT_APPLY, EXIT_MANIFEST, EXIT_STATE,
-                     EXIT_USAGE)
-from .fsutil import remove_tree, write_atomic
-from .patchfile import Patch
+from .. import proc
+from ..errors import (UvPatchError, EXIT_APPLY, EXIT_MANIFEST, EXIT_STATE,
+                      EXIT_USAGE)
+from ..source import gitref
+from ..source.fsutil import remove_tree, write_atomic
+from ..series.apply import BASE_TAG, apply_series
+from ..series.patchfile import Patch
+from ..build.vendor import check_dest
+from . import prstack
 from .prcheck import Branch, targets_of, verify
 from .prtext import (clean_message, clean_patch, code_lines, own_tests,
                      pull_request, tool_names, upstream_body,
                      upstream_problems)
-from .vendor import check_dest
 
 PREFIX = "pr/"
 BASE_BRANCH = PREFIX + "base"

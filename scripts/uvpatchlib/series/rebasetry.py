@@ -14,11 +14,12 @@ import os
 import re
 import tempfile
 
-from . import gitref, proc
+from .. import proc
+from ..errors import UvPatchError
+from ..source import gitref
+from ..source.fetch import Fetcher
+from ..source.fsutil import remove_tree
 from .apply import AM_IDENTITY, _build, declare_shallow
-from .errors import UvPatchError
-from .fetch import Fetcher
-from .fsutil import remove_tree
 from .manifest import Manifest, validate
 
 _ORIGIN = re.compile(r"^Origin: upstream, \S*/commit/([0-9a-f]{40})\s*$",

@@ -11,13 +11,13 @@ import os
 import re
 import tempfile
 
-from . import proc
+from .. import proc
+from ..errors import UvPatchError
 from .apply import BASE_TAG, apply_series
-from .errors import UvPatchError
 from .manifest import UPSTREAM_STATUSES
 from .patchfile import Patch
-from .prtext import upstream_problems
 from .refresh import format_series
+from ..upstream.prtext import upstream_problems
 
 SUBJECT_MAX = 50
 BODY_MAX = 72

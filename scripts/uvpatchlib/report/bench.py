@@ -26,10 +26,11 @@ try:
 except ImportError:
     resource = None
 
-from . import proc, svg
-from .build import build_variant, cross_windows, host_target
-from .errors import UvPatchError, EXIT_USAGE
-from .fsutil import write_atomic, remove_tree
+from .. import proc
+from ..errors import UvPatchError, EXIT_USAGE
+from ..source.fsutil import write_atomic, remove_tree
+from ..build.cmake import build_variant, cross_windows, host_target
+from . import svg
 
 SCHEMA = "uvpatch-bench/1"
 SECTIONS = ("timers", "udp", "errqueue", "tool")
@@ -786,7 +787,7 @@ def parse_only(values):
 
 def measure(manifest, out, quick=False, only=None, source=None):
     """Builds what is needed, measures, and returns the report (a dict)."""
-    from .testing import Runner, windows_unavailable
+    from ..verify.testing import Runner, windows_unavailable
     cfg = QUICK if quick else FULL
     only = list(only or SECTIONS)
     host = host_target()

@@ -8,8 +8,8 @@ REFs and fail the same way.
 import os
 import re
 
-from . import proc
-from .errors import UvPatchError, EXIT_FETCH
+from .. import proc
+from ..errors import UvPatchError, EXIT_FETCH
 from .extract import NotARegularFile, source_kind
 
 _HEX = re.compile(r"^[0-9a-f]{4,40}$")

@@ -17,12 +17,12 @@ import sys
 import tempfile
 import time
 
-from . import proc
-from .build import (build_variant, host_target, windows_toolchain_missing,
-                    cross_windows, mingw_cannot_build)
-from .check import check
-from .errors import UvPatchError, EXIT_FAILURE, EXIT_FETCH
-from .fsutil import Lock, remove_tree, write_atomic
+from .. import proc
+from ..errors import UvPatchError, EXIT_FAILURE, EXIT_FETCH
+from ..source.fsutil import Lock, remove_tree, write_atomic
+from ..series.check import check
+from ..build.cmake import (build_variant, cross_windows, host_target,
+                           mingw_cannot_build, windows_toolchain_missing)
 
 CASE_TIMEOUT = 60
 SANITIZED = ("asan", "ubsan", "tsan")
@@ -655,7 +655,7 @@ def test(manifests, out_root, suite="regression", target=None,
 def _unreachable(manifest, source):
     """Why the tree of a base other than the first cannot be had, or
     None once it is in the cache."""
-    from .fetch import Fetcher
+    from ..source.fetch import Fetcher
     try:
         Fetcher(manifest).fetch(source)
     except UvPatchError as e:
@@ -730,5 +730,5 @@ def test_base(manifest, out, tally, suite="regression", target=None,
             and config == "Release":
         # It asserts no figure: it proves the benchmark runs and its report
         # parses.
-        from .bench import smoke
+        from ..report.bench import smoke
         smoke(manifest, out, tally, source=source)

@@ -16,11 +16,12 @@ import os
 import re
 import shutil
 
-from . import proc
-from .apply import apply_series, export_base
-from .build import Variant, _common_args, _configure, _ninja, host_target
-from .errors import UvPatchError
-from .install import install
+from .. import proc
+from ..errors import UvPatchError
+from ..series.apply import apply_series, export_base
+from ..build.cmake import (Variant, _common_args, _configure, _ninja,
+                           host_target)
+from ..build.install import install
 from .nodesuite import run_suite
 from .testing import Runner
 

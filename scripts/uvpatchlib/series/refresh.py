@@ -10,10 +10,10 @@ import os
 import re
 import tempfile
 
-from . import proc
+from .. import proc
+from ..errors import UvPatchError, EXIT_STATE
+from ..source.fsutil import remove_tree, write_atomic
 from .apply import BASE_TAG, STATE_FILE, read_state
-from .errors import UvPatchError, EXIT_STATE
-from .fsutil import remove_tree, write_atomic
 from .manifest import dump, sha256_file, validate
 
 # --full-index: abbreviated blob ids grow with the repository's object

@@ -12,10 +12,10 @@ import os
 import platform
 import shutil
 
-from . import proc
-from .apply import apply_series, export_base
-from .errors import UvPatchError, EXIT_FAILURE, EXIT_USAGE
-from .fsutil import write_atomic
+from .. import proc
+from ..errors import UvPatchError, EXIT_FAILURE, EXIT_USAGE
+from ..source.fsutil import write_atomic
+from ..series.apply import apply_series, export_base
 
 CONFIGS = {
     "Release": {"build_type": "Release", "cflags": ""},
@@ -121,9 +121,10 @@ class Variant:
                            status=EXIT_FAILURE)
 
 
-# The checkout this tool runs from: ccache's base directory.
+# The checkout this tool runs from (scripts/uvpatchlib/build/ is three
+# folders down): ccache's base directory.
 _CHECKOUT = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
+    os.path.dirname(os.path.abspath(__file__)))))
 
 
 def _ccache():

@@ -9,10 +9,10 @@ prefix that apply to the host, and the libuv tests those patches add.
 import os
 import re
 
-from . import proc
-from .apply import apply_series, read_state
-from .build import Variant, build_tree, check_target, host_target
-from .fsutil import remove_tree
+from .. import proc
+from ..source.fsutil import remove_tree
+from ..series.apply import apply_series, read_state
+from ..build.cmake import Variant, build_tree, check_target, host_target
 from .testing import Runner, list_cases, run_case, libuv_run
 
 # Which series platforms a host target exercises.

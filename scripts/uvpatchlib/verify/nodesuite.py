@@ -31,11 +31,11 @@ import tarfile
 import tempfile
 import urllib.request
 
-from . import proc
-from .errors import UvPatchError, EXIT_FETCH
-from .fetch import cache_root
-from .fsutil import Lock, remove_tree, write_atomic
-from .manifest import sha256_file
+from .. import proc
+from ..errors import UvPatchError, EXIT_FETCH
+from ..source.fetch import cache_root
+from ..source.fsutil import Lock, remove_tree, write_atomic
+from ..series.manifest import sha256_file
 
 SPEC = os.path.join("tests", "consumer", "node18.json")
 # Node's own runner gives a test 120 s on a fast machine; these take a

@@ -16,7 +16,7 @@ import stat
 import tarfile
 import zlib
 
-from .errors import UvPatchError, EXIT_FETCH
+from ..errors import UvPatchError, EXIT_FETCH
 from .fsutil import file_kind
 
 NOT_A_SOURCE = ("libuv's trees hold only regular files and folders (no "

@@ -23,13 +23,14 @@ import re
 import subprocess
 import time
 
-from . import build, proc
-from .build import Variant, build_tree, host_target
-from .errors import UvPatchError
-from .fsutil import remove_tree
+from .. import proc
+from ..errors import UvPatchError
+from ..source.fsutil import remove_tree
+from ..build import cmake
+from ..build.cmake import Variant, build_tree, host_target
+from ..verify.testing import (Runner, _libuv_tests, libuv_run, run_case,
+                              windows_unavailable)
 from .prtext import test_part
-from .testing import (Runner, _libuv_tests, libuv_run, run_case,
-                      windows_unavailable)
 
 # libuv's tests that every branch of Unix code must pass.
 CHECK_TESTS = "udp_"
@@ -182,12 +183,12 @@ class Checker:
         if os.path.exists(stale):
             os.unlink(stale)
         # As build_tree configures it, without building every program.
-        build._configure(
+        cmake._configure(
             os.path.join(variant.root, "tests", "regress"),
-            variant.regress_dir, build._common_args(variant) + [
+            variant.regress_dir, cmake._common_args(variant) + [
                 "-DUV_SOURCE_DIR=" + os.path.abspath(variant.source),
                 "-DUV_LIBRARY=" + os.path.abspath(variant.library())])
-        build._ninja(variant.regress_dir, sorted(programs))
+        cmake._ninja(variant.regress_dir, sorted(programs))
         return variant
 
     def _run(self, variant, tests, listed, rerun):

@@ -12,8 +12,8 @@ import re
 import stat
 import urllib.parse
 
-from .errors import UvPatchError, EXIT_MANIFEST, EXIT_USAGE
-from .fsutil import file_kind
+from ..errors import UvPatchError, EXIT_MANIFEST, EXIT_USAGE
+from ..source.fsutil import file_kind
 
 SCHEMA = 2
 

@@ -12,7 +12,7 @@ in a scratch index: the work tree is not touched.
 import itertools
 import os
 
-from . import proc
+from .. import proc
 
 # Beyond this many candidates the search takes them all at once rather
 # than trying every subset (2^12 index builds would take minutes).
