@@ -47,14 +47,20 @@ def cmd_build(args, manifest):
 
 
 def cmd_test(args, manifest):
+    from .verify.consumers import test_consumers
     from .verify.testing import test
+    from .report.bench import smoke
     # Without --base: every base, the default first and in full.
     names = [args.base] if args.base else \
         [manifest.name] + [b["name"] for b in manifest.doc["bases"]
                            if b["name"] != manifest.name]
     manifests = [load(args.repo, base=name) for name in names]
+    # The runner imports none of the suites built on it: they are put
+    # together here. The bench's smoke check asserts no figure: it proves
+    # the benchmark runs and its report parses.
     test(manifests, args.out_root, suite=args.suite, target=args.target,
-         config=args.config, source=args.source)
+         config=args.config, source=args.source, consumers=test_consumers,
+         extras=[smoke])
 
 
 def cmd_bases(args, manifest):

@@ -30,6 +30,7 @@ from .. import proc
 from ..errors import UvPatchError, EXIT_USAGE
 from ..source.fsutil import write_atomic, remove_tree
 from ..build.cmake import build_variant, cross_windows, host_target
+from ..verify.runner import Runner, windows_unavailable
 from . import svg
 
 SCHEMA = "uvpatch-bench/1"
@@ -787,7 +788,6 @@ def parse_only(values):
 
 def measure(manifest, out, quick=False, only=None, source=None):
     """Builds what is needed, measures, and returns the report (a dict)."""
-    from ..verify.testing import Runner, windows_unavailable
     cfg = QUICK if quick else FULL
     only = list(only or SECTIONS)
     host = host_target()

@@ -28,8 +28,9 @@ from ..errors import UvPatchError
 from ..source.fsutil import remove_tree
 from ..build import cmake
 from ..build.cmake import Variant, build_tree, host_target
-from ..verify.testing import (Runner, _libuv_tests, libuv_run, run_case,
-                              windows_unavailable)
+from ..verify.libuvsuite import _libuv_tests, libuv_run
+from ..verify.regress import run_case
+from ..verify.runner import Runner, windows_unavailable
 from .prtext import test_part
 
 # libuv's tests that every branch of Unix code must pass.

@@ -13,7 +13,9 @@ from .. import proc
 from ..source.fsutil import remove_tree
 from ..series.apply import apply_series, read_state
 from ..build.cmake import Variant, build_tree, check_target, host_target
-from .testing import Runner, list_cases, run_case, libuv_run
+from .libuvsuite import libuv_run
+from .regress import list_cases, run_case
+from .runner import Runner
 
 # Which series platforms a host target exercises.
 _COVERS = {"linux": {"unix", "linux"}, "macos": {"unix", "macos"},

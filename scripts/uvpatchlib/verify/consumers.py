@@ -23,7 +23,7 @@ from ..build.cmake import (Variant, _common_args, _configure, _ninja,
                            host_target)
 from ..build.install import install
 from .nodesuite import run_suite
-from .testing import Runner
+from .runner import Runner
 
 CONSUMER = os.path.join("tests", "consumer")
 BUDGET = 32
