@@ -113,16 +113,16 @@ def cmd_rebase(args, manifest):
 
 
 def cmd_bench(args, manifest):
-    from .report import bench
+    from .report import analyse, bench
     compare = args.compare or []
     if len(compare) > 2:
         raise UvPatchError("--compare takes OLD.json, or OLD.json NEW.json",
                            hint="give at most two report.json files",
                            status=EXIT_USAGE)
     # Read OLD first: a bad file should cost no minutes of measuring.
-    reports = [bench.load_report(path) for path in compare]
+    reports = [analyse.load_report(path) for path in compare]
     if len(reports) == 2:
-        print(bench.compare(reports[0], reports[1]), end="")
+        print(analyse.compare(reports[0], reports[1]), end="")
         return
     with Lock(args.out, "bench"):
         json_path = bench.run(manifest, args.out, quick=args.quick,
@@ -130,7 +130,7 @@ def cmd_bench(args, manifest):
                               source=args.source)
     print(json_path[:-5] + ".md")
     if reports:
-        print(bench.compare(reports[0], bench.load_report(json_path)),
+        print(analyse.compare(reports[0], analyse.load_report(json_path)),
               end="")
 
 
