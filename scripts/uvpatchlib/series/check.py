@@ -15,9 +15,9 @@ from .. import proc
 from ..errors import UvPatchError
 from .apply import BASE_TAG, apply_series
 from .manifest import UPSTREAM_STATUSES
+from .message import upstream_problems
 from .patchfile import Patch
 from .refresh import format_series
-from ..upstream.prtext import upstream_problems
 
 SUBJECT_MAX = 50
 BODY_MAX = 72

@@ -22,13 +22,13 @@ from ..errors import (UvPatchError, EXIT_APPLY, EXIT_MANIFEST, EXIT_STATE,
 from ..source import gitref
 from ..source.fsutil import remove_tree, write_atomic
 from ..series.apply import BASE_TAG, apply_series
+from ..series.message import clean_message, tool_names, upstream_problems
 from ..series.patchfile import Patch
 from ..build.vendor import check_dest
 from . import prstack
 from .prcheck import Branch, targets_of, verify
-from .prtext import (clean_message, clean_patch, code_lines, own_tests,
-                     pull_request, tool_names, upstream_body,
-                     upstream_problems)
+from .prtext import (clean_patch, code_lines, own_tests, pull_request,
+                     upstream_body)
 
 PREFIX = "pr/"
 BASE_BRANCH = PREFIX + "base"

@@ -1,5 +1,6 @@
 """The words of a patch for upstream: its commit message without this
-fork's bookkeeping, and a pull-request description made from it.
+fork's bookkeeping (series/message.py), and a pull-request description
+made from it.
 
 Pure text in, text out: no git, no files, so it is easy to test. Nothing
 here names this project or its tool: upstream reviews libuv's change,
@@ -8,12 +9,8 @@ its own tests and the figures of its message.
 
 import re
 
-# DEP-3 and Yocto fields that describe this fork's copy of the patch, not
-# the change: they do not belong in upstream's history. Fixes:, Refs:,
-# PR-URL:, Reviewed-By: and Signed-off-by: stay.
-_LOCAL_FIELD = re.compile(
-    r"^(Upstream-Status|Forwarded|Last-Update|Origin|Applied-Upstream|"
-    r"Bug-[A-Za-z]+|Patch-Name|Gbp-Pq|DEP-3|Description):", re.I)
+from ..series.message import REF_TRAILER, SIGNED_OFF, clean_message
+
 _TRAILER = re.compile(r"^[A-Za-z][A-Za-z-]*: \S")
 _KEEP_IN_PR = re.compile(r"^(Fixes|Refs|Bug):", re.I)
 # Paragraphs that say what the change does, in libuv's usual wording.
@@ -29,64 +26,6 @@ _LIBUV_REF = re.compile(r"^https://github\.com/libuv/libuv/(pull|issues)/"
 # Files that say how to build, not what libuv does.
 _BUILD_LISTS = ("CMakeLists.txt", "Makefile.am")
 _DIFF = re.compile(r"^diff --git a/(\S+) b/(\S+)$")
-# libuv names a commit, an issue or a pull request in a trailer by its
-# URL (https://github.com/libuv/libuv/commit/HASH, .../issues/N,
-# .../pull/N): a bare hash is not a link on GitHub, and a short one can
-# become ambiguous.
-_REF_TRAILER = re.compile(r"^(Fixes|Refs):\s*(.*)$", re.I)
-_URL = re.compile(r"^https?://\S+$")
-# This project's tool: upstream's history and reviewers have no use for
-# it. The fork's own sign-off is replaced on the way out, so it is not
-# looked at.
-_TOOL = re.compile(r"[\w./-]*uvpatch[\w./-]*", re.I)
-_SIGNED_OFF = re.compile(r"^Signed-off-by: ", re.I)
-
-
-def clean_message(lines):
-    """The message lines without this fork's fields; blank runs folded."""
-    kept = [ln for ln in lines if not _LOCAL_FIELD.match(ln)]
-    out = []
-    for line in kept:
-        if line.strip() == "" and (not out or out[-1].strip() == ""):
-            continue
-        out.append(line)
-    while out and out[-1].strip() == "":
-        out.pop()
-    return out
-
-
-def trailer_problems(lines):
-    """Fixes:/Refs: trailers of ``lines`` that are not a URL, as
-    sentences."""
-    problems = []
-    for line in lines:
-        m = _REF_TRAILER.match(line)
-        if m and not _URL.match(m.group(2).strip()):
-            problems.append(
-                "'%s' is not a URL: libuv writes %s: https://github.com/"
-                "libuv/libuv/commit/<full hash> (or .../issues/N, "
-                ".../pull/N)" % (line.strip(), m.group(1)))
-    return problems
-
-
-def tool_names(text):
-    """The words of ``text`` that name this project's tool."""
-    return sorted(set(_TOOL.findall(text)))
-
-
-def upstream_problems(subject, body):
-    """What keeps a message of our own from going upstream as it is: a
-    trailer in a form libuv does not use, a word about this project's
-    tool. ``body``: the message lines as in the patch file (its DEP-3
-    fields and sign-off are replaced on the way out, so they do not
-    count)."""
-    lines = [ln for ln in clean_message(body) if not _SIGNED_OFF.match(ln)]
-    problems = trailer_problems(lines)
-    named = tool_names("\n".join([subject] + lines))
-    if named:
-        problems.append("names this project's tool (%s): upstream's "
-                        "history has no use for it" % ", ".join(named))
-    return problems
 
 
 def clean_patch(text, body):
@@ -144,7 +83,7 @@ def sections(body):
 def upstream_body(body, who):
     """The message lines as they go upstream: without this fork's fields,
     signed off by ``who`` (``Name <email>``) alone."""
-    lines = [ln for ln in clean_message(body) if not _SIGNED_OFF.match(ln)]
+    lines = [ln for ln in clean_message(body) if not SIGNED_OFF.match(ln)]
     while lines and not lines[-1].strip():
         lines.pop()
     sign = "Signed-off-by: " + who
@@ -308,7 +247,7 @@ def related(body):
     prose = part["defect"] + part["fix"]
     out = []
     for line in part["trailers"]:
-        m = _REF_TRAILER.match(line)
+        m = REF_TRAILER.match(line)
         ref = m and _LIBUV_REF.match(m.group(2).strip())
         if not ref:
             continue
