@@ -64,7 +64,7 @@ def cmd_test(args, manifest):
 
 
 def cmd_bases(args, manifest):
-    from .source.fetch import describe_bases
+    from .series.bases import describe_bases
     print(describe_bases(manifest), end="")
 
 

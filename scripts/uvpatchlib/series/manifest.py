@@ -162,21 +162,6 @@ def _check_hex(value, pattern, field, what):
               "write the full %d-digit value, not an abbreviation" % length)
 
 
-def sha256_file(path):
-    """The sha256 of a file, given by its path or as an open file."""
-    if hasattr(path, "read"):
-        return _sha256_of(path)
-    with open(path, "rb") as f:
-        return _sha256_of(f)
-
-
-def _sha256_of(f):
-    digest = hashlib.sha256()
-    for chunk in iter(lambda: f.read(1 << 20), b""):
-        digest.update(chunk)
-    return digest.hexdigest()
-
-
 def validate(doc, root, check_files=True, base=None):
     """Checks ``doc`` (parsed deps.json) and returns the Manifest of
     ``base`` (a name; None: the default base)."""

@@ -22,12 +22,12 @@ from ..errors import UvPatchError, EXIT_APPLY, EXIT_FETCH, EXIT_STATE
 from ..source import gitref
 from ..source.extract import extract_tarball
 from ..source.fetch import Fetcher
-from ..source.fsutil import remove_tree, replace_dir, write_atomic
+from ..source.fsutil import remove_tree, replace_dir, sha256_file, write_atomic
 from ..source.gittree import tree_id
 from . import rebasetry
 from .apply import (AM_IDENTITY, BASE_TAG, STATE_FILE, _build, apply_series,
                     declare_shallow, local_changes, read_state)
-from .manifest import Manifest, load, sha256_file, validate
+from .manifest import Manifest, load, validate
 from .refresh import refresh
 
 STATE = "uvpatch-rebase.json"       # in out/rebase/.git

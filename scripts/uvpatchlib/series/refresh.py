@@ -12,9 +12,9 @@ import tempfile
 
 from .. import proc
 from ..errors import UvPatchError, EXIT_STATE
-from ..source.fsutil import remove_tree, write_atomic
+from ..source.fsutil import remove_tree, sha256_file, write_atomic
 from .apply import BASE_TAG, STATE_FILE, read_state
-from .manifest import dump, sha256_file, validate
+from .manifest import dump, validate
 
 # --full-index: abbreviated blob ids grow with the repository's object
 # count, so the same series would print differently from a shallow cache

@@ -19,9 +19,8 @@ from ..errors import UvPatchError, EXIT_FETCH
 from .extract import (NOT_A_SOURCE, NotARegularFile, copy_tree,
                       extract_tarball, open_regular, source_kind,
                       tree_problem, write_failed)
-from .fsutil import Lock, remove_tree, write_atomic
+from .fsutil import Lock, remove_tree, sha256_file, write_atomic
 from .gittree import tree_id
-from ..series.manifest import sha256_file
 
 NETWORK_TIMEOUT = 60
 
@@ -124,7 +123,7 @@ class Fetcher:
             spec = self.manifest.source(kind)
             if spec is None:
                 continue
-            label = _describe(spec)
+            label = describe_source(spec)
             try:
                 return self._install(lambda tmp: method(spec, tmp), label)
             except Unavailable as e:
@@ -340,36 +339,7 @@ class Fetcher:
                 "sha256": digest}
 
 
-def describe_bases(manifest, cache=None):
-    """The text of `scripts/uvpatch bases`: each base, what it is for,
-    where its source comes from, and whether its tree is cached."""
-    from ..series.manifest import validate
-    lines = []
-    mirror = os.environ.get("UVPATCH_SOURCE")
-    for data in manifest.doc["bases"]:
-        base = validate(manifest.doc, manifest.root, check_files=False,
-                        base=data["name"])
-        up = base.upstream
-        cached = os.path.isdir(os.path.join(cache or cache_root(),
-                                            base.tree))
-        lines.append("%s%s  %s %s, %d patches in patches/%s/"
-                     % (base.name, " (default)" if base.is_default else "",
-                        up["tag"], up["commit"][:12], len(base.series),
-                        base.name))
-        if "for" in data:
-            lines.append("  for: %s" % data["for"])
-        lines.append("  tree %s: %s" % (
-            base.tree, "cached in %s" % os.path.join(
-                cache or cache_root(), base.tree) if cached
-            else "not cached"))
-        order = ["UVPATCH_SOURCE %s" % mirror] if mirror else []
-        order += [_describe(spec) for spec in base.sources]
-        lines.append("  sources, in order after the cache: %s"
-                     % "; ".join(order))
-    return "\n".join(lines) + "\n"
-
-
-def _describe(spec):
+def describe_source(spec):
     if spec["kind"] == "debian":
         return "Debian source package %s %s" % (spec["package"],
                                                 spec["version"])

@@ -1,6 +1,8 @@
-"""File-system helpers that never leave a half-written result."""
+"""File-system helpers that never leave a half-written result, and a
+file's sha256."""
 
 import errno
+import hashlib
 import os
 import shutil
 import stat
@@ -25,6 +27,21 @@ def write_atomic(path, data):
     except BaseException:
         _unlink_quietly(tmp)
         raise
+
+
+def sha256_file(path):
+    """The sha256 of a file, given by its path or as an open file."""
+    if hasattr(path, "read"):
+        return _sha256_of(path)
+    with open(path, "rb") as f:
+        return _sha256_of(f)
+
+
+def _sha256_of(f):
+    digest = hashlib.sha256()
+    for chunk in iter(lambda: f.read(1 << 20), b""):
+        digest.update(chunk)
+    return digest.hexdigest()
 
 
 def file_kind(mode):
