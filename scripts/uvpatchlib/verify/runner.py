@@ -25,6 +25,8 @@ TIMING_REPORT = {"UVPATCH_TIMING": "report"}
 
 
 class Tally:
+    """Prints each result as its line and counts them."""
+
     def __init__(self):
         self.passed = self.failed = self.skipped = 0
         self.failures = []
