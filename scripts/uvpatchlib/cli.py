@@ -6,10 +6,10 @@ import os
 import sys
 
 from . import VERSION, proc
-from .build import CONFIGS, TARGETS
 from .errors import UvPatchError, EXIT_USAGE
-from .fsutil import Lock
-from .manifest import load
+from .source.fsutil import Lock
+from .series.manifest import load
+from .build.cmake import CONFIGS, TARGETS
 
 # Pull requests go to upstream's development branch.
 UPSTREAM_BASE = "v1.x"
@@ -19,22 +19,22 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
 
 
 def cmd_fetch(args, manifest):
-    from .fetch import Fetcher
+    from .source.fetch import Fetcher
     proc.step("fetch")  # apply_series says it itself
     entry = Fetcher(manifest).fetch(args.source)
     print(entry.tree_dir)
 
 
 def cmd_apply(args, manifest):
-    from .apply import apply_series
+    from .series.apply import apply_series
     with Lock(args.out, "apply"):
         print(apply_series(manifest, args.out, source=args.source,
                            discard=args.discard))
 
 
 def cmd_build(args, manifest):
-    from .build import build_variant
-    from .install import check_prefix, install
+    from .build.cmake import build_variant
+    from .build.install import check_prefix, install
     if args.prefix:
         # Refused before minutes of building, and again before installing.
         check_prefix(os.path.abspath(args.prefix), manifest)
@@ -47,35 +47,41 @@ def cmd_build(args, manifest):
 
 
 def cmd_test(args, manifest):
-    from .testing import test
+    from .verify.consumers import test_consumers
+    from .verify.testing import test
+    from .report.bench import smoke
     # Without --base: every base, the default first and in full.
     names = [args.base] if args.base else \
         [manifest.name] + [b["name"] for b in manifest.doc["bases"]
                            if b["name"] != manifest.name]
     manifests = [load(args.repo, base=name) for name in names]
+    # The runner imports none of the suites built on it: they are put
+    # together here. The bench's smoke check asserts no figure: it proves
+    # the benchmark runs and its report parses.
     test(manifests, args.out_root, suite=args.suite, target=args.target,
-         config=args.config, source=args.source)
+         config=args.config, source=args.source, consumers=test_consumers,
+         extras=[smoke])
 
 
 def cmd_bases(args, manifest):
-    from .fetch import describe_bases
+    from .series.bases import describe_bases
     print(describe_bases(manifest), end="")
 
 
 def cmd_refresh(args, manifest):
-    from .refresh import refresh
+    from .series.refresh import refresh
     proc.step("refresh")
     with Lock(args.out, "refresh"):
         refresh(manifest, args.out)
 
 
 def cmd_check(args, manifest):
-    from .check import check
+    from .series.check import check
     proc.step("check")
     with Lock(args.out, "check"):
         failed = check(manifest, args.out, _print_result)
         if args.bisect and not failed:
-            from .bisect import bisect
+            from .verify.bisect import bisect
             proc.step("check --bisect")
             failed = bisect(manifest, args.out, _print_result)
     if failed:
@@ -85,7 +91,7 @@ def cmd_check(args, manifest):
 
 
 def cmd_vendor(args, manifest):
-    from .vendor import vendor
+    from .build.vendor import vendor
     with Lock(args.out, "vendor"):
         dest, _ = vendor(manifest, args.out, args.dest,
                          patched=not args.unpatched, force=args.force,
@@ -94,7 +100,7 @@ def cmd_vendor(args, manifest):
 
 
 def cmd_rebase(args, manifest):
-    from . import rebase
+    from .series import rebase
     # One rebase at a time, in out/rebase, whichever base it starts from.
     with Lock(args.out_root, "rebase"):
         if args.abort:
@@ -107,16 +113,16 @@ def cmd_rebase(args, manifest):
 
 
 def cmd_bench(args, manifest):
-    from . import bench
+    from .report import analyse, bench
     compare = args.compare or []
     if len(compare) > 2:
         raise UvPatchError("--compare takes OLD.json, or OLD.json NEW.json",
                            hint="give at most two report.json files",
                            status=EXIT_USAGE)
     # Read OLD first: a bad file should cost no minutes of measuring.
-    reports = [bench.load_report(path) for path in compare]
+    reports = [analyse.load_report(path) for path in compare]
     if len(reports) == 2:
-        print(bench.compare(reports[0], reports[1]), end="")
+        print(analyse.compare(reports[0], reports[1]), end="")
         return
     with Lock(args.out, "bench"):
         json_path = bench.run(manifest, args.out, quick=args.quick,
@@ -124,7 +130,7 @@ def cmd_bench(args, manifest):
                               source=args.source)
     print(json_path[:-5] + ".md")
     if reports:
-        print(bench.compare(reports[0], bench.load_report(json_path)),
+        print(analyse.compare(reports[0], analyse.load_report(json_path)),
               end="")
 
 
@@ -171,7 +177,7 @@ def _add_rebase_options(p):
 
 
 def cmd_upstream(args, manifest):
-    from .upstream import prepare
+    from .upstream.prepare import prepare
     with Lock(args.out, "upstream"):
         dest, failed = prepare(manifest, args.out, args.dest, onto=args.onto,
                                source=args.source, wanted=args.patch or (),

@@ -7,7 +7,7 @@ import shutil
 
 from fixture import World, git, UPSTREAM_FILES
 
-from uvpatchlib import testing
+from uvpatchlib.verify import testing
 
 TIMER2 = "int timer_a = 1;\nint timer_b = 2;\nint timer_c = 30;\n"
 
@@ -127,7 +127,7 @@ class BasesTest(World):
         self.assertIn("UVPATCH_SOURCE %s: is neither" % junk, res.stderr)
 
     def test_unreachable_base_is_skipped_with_a_reason(self):
-        from uvpatchlib import manifest
+        from uvpatchlib.series import manifest
         old = os.environ.get("XDG_CACHE_HOME")
         os.environ["XDG_CACHE_HOME"] = self.cache
         self.addCleanup(_restore_env, "XDG_CACHE_HOME", old)

@@ -11,26 +11,26 @@ import xml.etree.ElementTree as ET
 
 from fixture import World, write
 
-from uvpatchlib import bench, svg
+from uvpatchlib.report import analyse, figures, measure, render, svg, timers
 from uvpatchlib.errors import UvPatchError
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 
 
 def sample_report():
-    """A report as bench.measure() makes it, with made-up figures."""
-    sections = {sid: bench.Section(sid) for sid in bench.SECTIONS}
+    """A report as measure.measure() makes it, with made-up figures."""
+    sections = {sid: figures.Section(sid) for sid in figures.SECTIONS}
     sections["udp"].data["patch"] = {
         "file": "0002-unix-udp-exact-receive-budget.patch",
         "summary": "unix,udp: exact receive budget", "platforms": ["unix"]}
-    timers = sections["timers"]
-    bench.timer_rows(timers, "linux")
-    bench.timer_rows(timers, "windows")
+    timer_sec = sections["timers"]
+    timers.timer_rows(timer_sec, "linux")
+    timers.timer_rows(timer_sec, "windows")
     for value in (100.0, 120.0, 110.0):
-        timers.add("linux.oneshot1.p50", "base", value)
-        timers.add("linux.oneshot1.p50", "patched", value / 2)
-    timers.unmeasured("windows.", "Windows under Wine: wine not found")
-    timers.unmeasured("linux.", "timer_lateness exited with 1")
+        timer_sec.add("linux.oneshot1.p50", "base", value)
+        timer_sec.add("linux.oneshot1.p50", "patched", value / 2)
+    timer_sec.unmeasured("windows.", "Windows under Wine: wine not found")
+    timer_sec.unmeasured("linux.", "timer_lateness exited with 1")
     udp = sections["udp"]
     udp.row("seq.recvmmsg.max", "recvmmsg: most per iteration", "datagrams",
             "count", None)
@@ -49,7 +49,7 @@ def sample_report():
     tool.add("apply.wall", "samples", 1.5)
     tool.add("apply.wall", "samples", 2.5)
     return {
-        "schema": bench.SCHEMA, "quick": True,
+        "schema": figures.SCHEMA, "quick": True,
         "created": "2026-01-01 00:00 UTC",
         "machine": {"cpu": "Test CPU 3000", "cores": 2,
                     "kernel": "Linux 6.0", "compiler": "cc (Test) 12"},
@@ -57,8 +57,8 @@ def sample_report():
                    "tree": "2a51" * 10,
                    "series": [{"file": "0001-a.patch", "sha256": "ab" * 32,
                                "summary": "a"}]},
-        "settings": dict(bench.QUICK), "kinds": bench.KINDS,
-        "sections": [sections[sid].finish() for sid in bench.SECTIONS],
+        "settings": dict(figures.QUICK), "kinds": figures.KINDS,
+        "sections": [sections[sid].finish() for sid in figures.SECTIONS],
         "raw": {"linux.oneshot1": {"base": [10.0, 20.0, 900.0],
                                    "patched": [5.0, 6.0, -1.0]},
                 "udp.seq.recvmmsg": {"base": [40, 40, 20],
@@ -68,31 +68,31 @@ def sample_report():
 
 class StatisticsTest(unittest.TestCase):
     def test_median(self):
-        self.assertEqual(bench.median([3, 1, 2]), 2)
-        self.assertEqual(bench.median([4, 1, 3, 2]), 2.5)
-        self.assertEqual(bench.median([7]), 7)
+        self.assertEqual(analyse.median([3, 1, 2]), 2)
+        self.assertEqual(analyse.median([4, 1, 3, 2]), 2.5)
+        self.assertEqual(analyse.median([7]), 7)
         with self.assertRaises(ValueError):
-            bench.median([])
+            analyse.median([])
 
     def test_percentile_nearest_rank(self):
         values = list(range(100, 0, -1))
-        self.assertEqual(bench.percentile(values, 99), 99)
-        self.assertEqual(bench.percentile(values, 50), 50)
-        self.assertEqual(bench.percentile(values, 100), 100)
-        self.assertEqual(bench.percentile(range(1, 11), 99), 10)
-        self.assertEqual(bench.percentile([5], 99), 5)
-        self.assertEqual(bench.percentile([1, 2], 0), 1)
+        self.assertEqual(analyse.percentile(values, 99), 99)
+        self.assertEqual(analyse.percentile(values, 50), 50)
+        self.assertEqual(analyse.percentile(values, 100), 100)
+        self.assertEqual(analyse.percentile(range(1, 11), 99), 10)
+        self.assertEqual(analyse.percentile([5], 99), 5)
+        self.assertEqual(analyse.percentile([1, 2], 0), 1)
 
     def test_summary_and_ratio(self):
-        self.assertEqual(bench.summary([5, 1, 9]),
+        self.assertEqual(analyse.summary([5, 1, 9]),
                          {"n": 3, "median": 5, "min": 1, "max": 9})
-        self.assertIsNone(bench.summary([]))
-        self.assertEqual(bench.ratio([2, 2, 2], [1, 1]), 0.5)
-        self.assertIsNone(bench.ratio([0], [1]))
-        self.assertIsNone(bench.ratio([], [1]))
+        self.assertIsNone(analyse.summary([]))
+        self.assertEqual(analyse.ratio([2, 2, 2], [1, 1]), 0.5)
+        self.assertIsNone(analyse.ratio([0], [1]))
+        self.assertIsNone(analyse.ratio([], [1]))
 
     def test_rounds_interleave(self):
-        order = [(r, n) for r, n, _ in bench.rounds(
+        order = [(r, n) for r, n, _ in figures.rounds(
             3, {"base": 0, "patched": 1})]
         self.assertEqual(order, [(0, "base"), (0, "patched"),
                                  (1, "patched"), (1, "base"),
@@ -101,20 +101,20 @@ class StatisticsTest(unittest.TestCase):
     def test_parse_lines_skips_noise(self):
         text = ('wine: chatter\n{"bench":"a","x":1}\n{broken\n[1]\n'
                 '  {"bench":"b"}\n')
-        self.assertEqual(bench.parse_lines(text),
+        self.assertEqual(figures.parse_lines(text),
                          [{"bench": "a", "x": 1}, {"bench": "b"}])
 
     def test_only(self):
-        self.assertEqual(bench.parse_only(None), list(bench.SECTIONS))
-        self.assertEqual(bench.parse_only(["udp,timers", "udp"]),
+        self.assertEqual(measure.parse_only(None), list(figures.SECTIONS))
+        self.assertEqual(measure.parse_only(["udp,timers", "udp"]),
                          ["udp", "timers"])
         with self.assertRaises(UvPatchError) as cm:
-            bench.parse_only(["udp,disk"])
+            measure.parse_only(["udp,disk"])
         self.assertIn("disk", cm.exception.message)
         self.assertTrue(cm.exception.hint)
 
     def test_section_says_why(self):
-        sec = bench.Section("udp")
+        sec = figures.Section("udp")
         sec.row("a", "a", "s", "wall", "lower")
         sec.row("b", "b", "s", "wall", "lower")
         sec.row("c", "c", "s", "wall", "lower")
@@ -136,13 +136,13 @@ def _model_out(stand_ins, calls, io_calls, spurious, median, result="ok"):
         '{"bench": "timer_model_arming", "timer": "%s", '
         '"calls_per_poll": %.2f, "stand_ins": %s, "model": true}\n'
         % (timer, calls.get(timer, 0.0), flag)
-        for timer, _ in bench.ARMING)
+        for timer, _ in timers.ARMING)
     io = "".join(
         '{"bench": "timer_model_io", "load": "%s", '
         '"calls_per_blocking_poll": %.3f, "spurious": %d, '
         '"spurious_per_s": %.1f, "stand_ins": %s, "model": true}\n'
         % (load, io_calls, spurious, float(spurious), flag)
-        for load, _ in bench.IO_LOADS)
+        for load, _ in timers.IO_LOADS)
     return {
         "tick_1ms_median": (
             '{"bench": "timer_model_median", "timeout_ms": 1, '
@@ -202,22 +202,22 @@ class ModelTest(unittest.TestCase):
         self.tmp = tempfile.mkdtemp()
         self.addCleanup(shutil.rmtree, self.tmp)
         self.variants = {name: FakeVariant(self.tmp, name)
-                         for name in bench.VARIANTS}
+                         for name in figures.VARIANTS}
 
     def rows(self, sec):
         return {row["id"]: row for row in sec.finish()["rows"]}
 
     def measure(self, outputs, under_wine=True):
-        sec = bench.Section("timers")
-        bench.timer_rows(sec, "windows")
+        sec = figures.Section("timers")
+        timers.timer_rows(sec, "windows")
         runner = FakeRunner(outputs, under_wine)
-        bench.measure_model(sec, "windows.", self.variants, runner)
+        timers.measure_model(sec, "windows.", self.variants, runner)
         return sec, runner
 
     def test_rows_only_for_windows(self):
-        sec = bench.Section("timers")
-        bench.timer_rows(sec, "linux")
-        bench.timer_rows(sec, "windows")
+        sec = figures.Section("timers")
+        timers.timer_rows(sec, "linux")
+        timers.timer_rows(sec, "windows")
         ids = [row["id"] for row in sec.data["rows"]]
         for rid in ("windows.arming.1ms", "windows.arming.100ms",
                     "windows.arming.1s", "windows.arming.none",
@@ -229,17 +229,17 @@ class ModelTest(unittest.TestCase):
         self.assertFalse([i for i in ids if i.startswith("linux.arming")])
         row = sec.rows["windows.arming.1ms"]
         self.assertEqual(row["kind"], "count")
-        self.assertIn(row["kind"], bench.KINDS)
+        self.assertIn(row["kind"], figures.KINDS)
         self.assertIn("model", row["label"])
         self.assertIn("kernel's own calls",
                       sec.rows["windows.real.median1"]["label"])
 
     def test_figures_of_both_variants(self):
         sec, runner = self.measure({name: (0, MODEL_OUT[name])
-                                    for name in bench.VARIANTS})
+                                    for name in figures.VARIANTS})
         self.assertEqual(sorted(runner.calls), sorted(
             ("%s-timer_model.exe" % name, [case])
-            for name in bench.VARIANTS for case in bench.MODEL_CASES))
+            for name in figures.VARIANTS for case in timers.MODEL_CASES))
         rows = self.rows(sec)
         self.assertEqual(rows["windows.arming.1ms"]["patched"], [2.9])
         self.assertEqual(rows["windows.arming.1s"]["patched"], [0.0])
@@ -254,8 +254,8 @@ class ModelTest(unittest.TestCase):
         self.assertTrue(any("model" in n for n in sec.data["notes"]))
 
     def test_real_windows_lines(self):
-        out = {name: dict(MODEL_OUT[name]) for name in bench.VARIANTS}
-        for name in bench.VARIANTS:
+        out = {name: dict(MODEL_OUT[name]) for name in figures.VARIANTS}
+        for name in figures.VARIANTS:
             out[name]["real_windows"] = (
                 '{"bench": "timer_model_median", "timeout_ms": 1, '
                 '"median_ms": 1.1, "model": false}\n'
@@ -263,7 +263,7 @@ class ModelTest(unittest.TestCase):
                 '"calls_per_poll": 0.0, "model": false}\n'
                 'ok real_windows\n')
         sec, runner = self.measure({name: (0, out[name])
-                                    for name in bench.VARIANTS},
+                                    for name in figures.VARIANTS},
                                    under_wine=False)
         self.assertIn(("patched-timer_model.exe", ["real_windows"]),
                       runner.calls)
@@ -284,25 +284,25 @@ class ModelTest(unittest.TestCase):
                             for n in sec.data["notes"]))
 
     def test_no_figures_printed(self):
-        sec = bench.Section("timers")
-        bench.timer_rows(sec, "windows")
-        self.assertEqual(bench.add_model(
+        sec = figures.Section("timers")
+        timers.timer_rows(sec, "windows")
+        self.assertEqual(timers.add_model(
             sec, "windows.", "patched",
             [{"bench": "timer_model_arming", "timer": "1ms",
               "calls_per_poll": True}, {"bench": "other"},
              {"bench": "timer_model_arming", "timer": "2h",
               "calls_per_poll": 1.0}]), 0)
         sec, _ = self.measure({name: (0, "skip arming_cost: x\n{}\n")
-                               for name in bench.VARIANTS})
+                               for name in figures.VARIANTS})
         why = self.rows(sec)["windows.arming.none"]["why"]
         self.assertIn("no sample", why)
 
     def test_render_shows_figures(self):
         report = sample_report()
         sec, _ = self.measure({name: (0, MODEL_OUT[name])
-                               for name in bench.VARIANTS})
+                               for name in figures.VARIANTS})
         report["sections"][0] = sec.finish()
-        text = bench.render(report)
+        text = render.render(report)
         self.assertIn("calls per blocking poll, 1 s timer", text)
         self.assertIn("spurious wake-ups per second", text)
 
@@ -350,11 +350,11 @@ class SvgTest(unittest.TestCase):
 
 class RenderTest(unittest.TestCase):
     def test_markdown(self):
-        md = bench.render(sample_report())
+        md = render.render(sample_report())
         self.assertIn("| CPU | Test CPU 3000 |", md)
         self.assertIn("commit `" + "8fb9" * 10 + "`", md)
         self.assertIn("| `0001-a.patch` | `" + "ab" * 8 + "` |", md)
-        for title in bench.TITLES.values():
+        for title in figures.TITLES.values():
             self.assertIn("## " + title, md)
         self.assertIn("`0002-unix-udp-exact-receive-budget.patch`", md)
         self.assertIn("110 (100–120) | 55.0 (50.0–60.0) | 0.50× |", md)
@@ -375,9 +375,9 @@ class RenderTest(unittest.TestCase):
         tmp = tempfile.mkdtemp()
         self.addCleanup(shutil.rmtree, tmp, True)
         md = os.path.join(tmp, "report.md")
-        path = bench.write_report(sample_report(), md)
+        path = render.write_report(sample_report(), md)
         self.assertEqual(path, os.path.join(tmp, "report.json"))
-        data = bench.load_report(path)
+        data = analyse.load_report(path)
         names = sorted(p["file"] for p in data["plots"])
         self.assertEqual(names, ["timer-1ms-linux.svg",
                                  "udp-per-iteration-recvmmsg.svg"])
@@ -385,8 +385,8 @@ class RenderTest(unittest.TestCase):
             ET.parse(os.path.join(tmp, name))
             with open(md, encoding="utf-8") as f:
                 self.assertIn("(%s)" % name, f.read())
-        problems = [p for p in bench.check_report(data, md) if p[1]]
-        checked = bench.check_report(data, md)
+        problems = [p for p in analyse.check_report(data, md) if p[1]]
+        checked = analyse.check_report(data, md)
         self.assertIn(("udp", None, "all 1 figures measured"), checked)
         self.assertIn(("timers", None, "1 of 44 figures measured, the "
                        "rest say why"), checked)
@@ -400,8 +400,8 @@ class RenderTest(unittest.TestCase):
         report = sample_report()
         report["sections"] = report["sections"][:2]
         md = os.path.join(tmp, "report.md")
-        data = bench.load_report(bench.write_report(report, md))
-        problems = {p[0]: p[1] for p in bench.check_report(data, md)}
+        data = analyse.load_report(render.write_report(report, md))
+        problems = {p[0]: p[1] for p in analyse.check_report(data, md)}
         self.assertEqual(problems["errqueue"], "missing from report.json")
         self.assertIsNone(problems["udp"])
 
@@ -417,7 +417,7 @@ class CompareTest(unittest.TestCase):
             {"id": "idle.cpu", "label": "cpu", "unit": "s", "kind": "cpu",
              "better": "lower", "base": [1], "patched": [1], "why": None})
         del new["sections"][3]["rows"][0]
-        text = bench.compare(old, new)
+        text = analyse.compare(old, new)
         self.assertIn("machine cpu: Test CPU 3000 -> Other CPU", text)
         self.assertIn("errqueue.idle.iterations (iterations): base 1000000 "
                       "-> 1000000 (+0.0%); patched 3 -> 6 (+100.0%)", text)
@@ -431,14 +431,14 @@ class CompareTest(unittest.TestCase):
         new = copy.deepcopy(old)
         new["sections"][0]["skipped"] = "not measured: --only udp"
         new["sections"][0]["rows"] = []
-        text = bench.compare(old, new)
+        text = analyse.compare(old, new)
         self.assertIn("timers: not measured in the new report (not "
                       "measured: --only udp)", text)
         self.assertNotIn("timers.linux", text)
 
     def test_same_report(self):
         report = sample_report()
-        text = bench.compare(report, copy.deepcopy(report))
+        text = analyse.compare(report, copy.deepcopy(report))
         self.assertNotIn("machine", text)
         self.assertIn("tool.apply.wall (s): 2.00 -> 2.00 (+0.0%)", text)
 

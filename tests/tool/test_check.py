@@ -7,7 +7,7 @@ import unittest
 
 from fixture import World, git
 
-from uvpatchlib.check import lint_message
+from uvpatchlib.series.check import lint_message
 
 COMMIT = "80a5e3ba0" + "0" * 31
 # Longer than 50 characters and not in lower case after the subsystem:

@@ -9,8 +9,8 @@ import unittest
 
 from fixture import write  # noqa: F401  (puts scripts/ on sys.path)
 
-from uvpatchlib import consumers, nodesuite
-from uvpatchlib.testing import Tally
+from uvpatchlib.verify import consumers, nodesuite
+from uvpatchlib.verify.runner import Tally
 
 VERSION_H = """#define UV_VERSION_MAJOR 1
 #define UV_VERSION_MINOR 50

@@ -16,9 +16,9 @@ import unittest
 
 from fixture import World, TOOL, git, write, sha256
 
-from uvpatchlib import manifest as manifest_mod
+from uvpatchlib.series import manifest as manifest_mod
 from uvpatchlib.errors import UvPatchError
-from uvpatchlib.gittree import tree_id
+from uvpatchlib.source.gittree import tree_id
 
 SEED = 20261202
 DEPS_MUTATIONS = 300      # validated in-process

@@ -110,7 +110,7 @@ DRIVER = r"""
 import json, os, sys
 sys.path.insert(0, sys.argv[1])
 from uvpatchlib.errors import UvPatchError
-from uvpatchlib.extract import extract_tarball
+from uvpatchlib.source.extract import extract_tarball
 corpus = json.loads(sys.argv[2])
 results = {}
 for name, path in sorted(corpus.items()):
@@ -335,7 +335,7 @@ class ManifestUrlTest(World):
 
     def test_option_like_urls_are_refused(self):
         from uvpatchlib.errors import UvPatchError
-        from uvpatchlib.manifest import validate
+        from uvpatchlib.series.manifest import validate
         witness = os.path.join(self.tmp, "ran")
         original = json.dumps(self.deps_doc())
         for n, template in enumerate(OPTION_URLS):
@@ -368,7 +368,7 @@ class ManifestUrlTest(World):
 
     def test_debian_fields_cannot_be_options(self):
         from uvpatchlib.errors import UvPatchError
-        from uvpatchlib.manifest import validate
+        from uvpatchlib.series.manifest import validate
         spec = {"kind": "debian", "package": "libuv1", "version": "1.0-1",
                 "suite": "trixie", "file": "libuv1_1.0.orig.tar.gz",
                 "sha256": "0" * 64}
@@ -389,8 +389,8 @@ class ManifestUrlTest(World):
 
     def test_git_gets_urls_after_double_dash(self):
         # Even past validation, git reads a URL as a repository.
-        from uvpatchlib.fetch import Fetcher, Unavailable
-        from uvpatchlib.manifest import load
+        from uvpatchlib.source.fetch import Fetcher, Unavailable
+        from uvpatchlib.series.manifest import load
         witness = os.path.join(self.tmp, "ran")
         fetcher = Fetcher(load(self.root), cache=self.cache)
         for url in ("--upload-pack=touch " + witness,

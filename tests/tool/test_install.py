@@ -16,8 +16,8 @@ from fixture import TOOL, write
 from test_build import BuildWorld, HAVE_TOOLS
 from test_faults import UNSHARE_SKIP, _group_alive
 
-from uvpatchlib.install import PROVENANCE
-from uvpatchlib.vendor import local_edits
+from uvpatchlib.build.install import PROVENANCE
+from uvpatchlib.build.vendor import local_edits
 
 SEED = 20261203
 KILLS = 3
@@ -212,7 +212,7 @@ class InstallFaultTest(BuildWorld):
     def test_an_install_waits_for_another(self):
         # Two installs into one prefix (from two --out folders, say):
         # the second waits for the first's lock instead of failing.
-        from uvpatchlib.fsutil import Lock
+        from uvpatchlib.source.fsutil import Lock
         folder, name = os.path.split(self.prefix)
         with Lock(folder, "test", name=".%s.uvpatch-lock" % name):
             p = subprocess.Popen(self.argv("build", "--prefix", self.prefix),

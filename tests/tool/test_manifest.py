@@ -3,7 +3,7 @@ import os
 
 from fixture import World, sha256
 
-from uvpatchlib import manifest
+from uvpatchlib.series import manifest
 from uvpatchlib.errors import UvPatchError
 
 

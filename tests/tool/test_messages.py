@@ -53,7 +53,7 @@ class PatchMessageTest(World):
         self.assertNotIn("no diff", res.stderr)
 
     def test_paths_outside_the_tree(self):
-        from uvpatchlib.patchfile import unusable
+        from uvpatchlib.series.patchfile import unusable
         text = self.original.decode()
         for old, new, phrase in (
                 ("b/src/core.c", "b/../core.c", "leaves the tree"),
@@ -71,7 +71,7 @@ class PatchMessageTest(World):
         self.assertNotIn("no diff", res.stderr)
 
     def test_no_diff_at_all(self):
-        from uvpatchlib.patchfile import unusable
+        from uvpatchlib.series.patchfile import unusable
         text = self.original.decode()
         message, hint = unusable(text[:text.index("---\n")] + "---\n")
         self.assertEqual(message, "no diff in the patch")

@@ -11,7 +11,8 @@ import unittest
 import fixture  # noqa: F401  (puts scripts/ on sys.path)
 from fixture import write
 
-from uvpatchlib import testing
+from uvpatchlib.verify import libuvsuite, regress
+from uvpatchlib.verify.runner import Tally, _report_lines
 
 
 class ThreadTestsTest(unittest.TestCase):
@@ -32,12 +33,12 @@ class ThreadTestsTest(unittest.TestCase):
         self.add("test-timer.c", "TEST_IMPL(timer) {\n"
                  "  uv_timer_start(&t, cb, 1, 0);\n}\n")
         self.add("test-udp.c", "TEST_IMPL(udp_send) {\n}\n")
-        self.assertEqual(testing.thread_tests(self.src),
+        self.assertEqual(libuvsuite.thread_tests(self.src),
                          {"async", "async_null_cb",
                           "threadpool_queue_work_simple"})
 
     def test_no_test_folder(self):
-        self.assertEqual(testing.thread_tests(self.src), set())
+        self.assertEqual(libuvsuite.thread_tests(self.src), set())
 
 
 class FakeRunner:
@@ -58,9 +59,9 @@ class FakeVariant:
 class MemcheckVerdictTest(unittest.TestCase):
     def verdict(self, code, out, err=""):
         runner = FakeRunner((code, out, err))
-        tally = testing.Tally()
+        tally = Tally()
         with contextlib.redirect_stdout(io.StringIO()) as printed:
-            testing._memcheck_case(runner, "/usr/bin/valgrind", FakeVariant(),
+            regress._memcheck_case(runner, "/usr/bin/valgrind", FakeVariant(),
                                    "prog", "case", "linux valgrind prog/case",
                                    tally)
         exe, args, kwargs = runner.calls[0]
@@ -110,20 +111,20 @@ class ResultLinesTest(unittest.TestCase):
                           ("not ok case: 40 40 20\nok case\n",
                            ("FAIL", "40 40 20"))):
             runner = FakeRunner((0, "# noise\n" + out, ""))
-            self.assertEqual(testing.run_case(runner, FakeVariant(), "prog",
+            self.assertEqual(regress.run_case(runner, FakeVariant(), "prog",
                                               "case"), want)
 
     def test_run_case_without_a_result_line(self):
         runner = FakeRunner((-6, "", "Assertion failed\n"))
-        status, why = testing.run_case(runner, FakeVariant(), "prog", "case")
+        status, why = regress.run_case(runner, FakeVariant(), "prog", "case")
         self.assertEqual(status, "FAIL")
         self.assertIn("killed by signal 6, no result line", why)
         self.assertIn("Assertion failed", why)
 
     def test_report_lines(self):
-        tally = testing.Tally()
+        tally = Tally()
         with contextlib.redirect_stdout(io.StringIO()) as printed:
-            count = testing._report_lines(
+            count = _report_lines(
                 "ok a\nnot ok b: boom\nskip c: why\nnoise\n", tally, "tool ")
         self.assertEqual(count, 3)
         self.assertEqual((tally.passed, tally.failed, tally.skipped),
@@ -160,22 +161,22 @@ class LibuvRerunTest(unittest.TestCase):
                 return base_result, "base why"
             return patched_runs[calls["patched"] - 1], "exit status 255"
 
-        tally = testing.Tally()
-        saved = testing.libuv_run, testing._libuv_tests
-        testing.libuv_run = fake_run
-        testing._libuv_tests = lambda runner, variant: ["udp_x"]
+        tally = Tally()
+        saved = libuvsuite.libuv_run, libuvsuite._libuv_tests
+        libuvsuite.libuv_run = fake_run
+        libuvsuite._libuv_tests = lambda runner, variant: ["udp_x"]
         try:
             with contextlib.redirect_stdout(io.StringIO()) as out:
-                testing._run_libuv(patched, base, self.Runner(), tally,
-                                   True)
+                libuvsuite._run_libuv(patched, base, self.Runner(), tally,
+                                      True)
         finally:
-            testing.libuv_run, testing._libuv_tests = saved
+            libuvsuite.libuv_run, libuvsuite._libuv_tests = saved
         return tally, out.getvalue(), calls
 
     def test_fails_every_run_and_passes_on_the_base(self):
         tally, out, calls = self.judge(["FAIL"] * 6, "PASS")
         self.assertEqual(tally.failed, 1)
-        self.assertEqual(calls["patched"], 1 + testing.LIBUV_RERUNS)
+        self.assertEqual(calls["patched"], 1 + libuvsuite.LIBUV_RERUNS)
         self.assertIn("failed all 6 runs; passes on the base", out)
 
     def test_passes_on_a_later_rerun_is_flaky(self):

@@ -5,7 +5,8 @@ import unittest
 
 from fixture import World, git, write, UPSTREAM_FILES
 
-from uvpatchlib import prcheck, prtext
+from uvpatchlib.series import message
+from uvpatchlib.upstream import prcheck, prtext
 
 CORE = UPSTREAM_FILES["src/core.c"]
 TEST_FILE = """#include "uv.h"
@@ -336,7 +337,7 @@ class UpstreamTest(World):
 class PrTextTest(unittest.TestCase):
     def test_sections(self):
         body = MESSAGE.split("\n")[2:]
-        part = prtext.sections(prtext.clean_message(body))
+        part = prtext.sections(message.clean_message(body))
         self.assertEqual(part["defect"][0][0][:20], "line5 was unbounded:")
         self.assertEqual(part["fix"][0][0][:12], "Bound it to ")
         self.assertEqual(len(part["table"]), 2)
@@ -389,7 +390,7 @@ class PrTextTest(unittest.TestCase):
         self.assertNotIn("| test |", none)
         for text in (md, none):
             self.assertNotIn("before and after", text)
-            self.assertEqual(prtext.tool_names(text), [])
+            self.assertEqual(message.tool_names(text), [])
 
     def test_related_pull_request_cited(self):
         body = ["It broke.", "", "Convert it first. The open pull request",
@@ -626,7 +627,7 @@ class UpstreamCheckTest(World):
         self.assertNotIn("not run", md)
         for local in (self.tmp, self.out):
             self.assertNotIn(local, md)
-        self.assertEqual(prtext.tool_names(md), [])
+        self.assertEqual(message.tool_names(md), [])
         # One tree and one build folder served both branches and sides.
         builds = os.listdir(os.path.join(self.work, "build"))
         self.assertEqual(builds, ["linux-pr-Release"])

@@ -4,7 +4,7 @@ import os
 from fixture import World, git, write, UPSTREAM_FILES
 
 from uvpatchlib import VERSION
-from uvpatchlib.gittree import tree_id
+from uvpatchlib.source.gittree import tree_id
 
 
 class VendorTest(World):

@@ -1,0 +1,262 @@
+"""build --prefix: libuv installed by its own CMake install rules.
+
+The prefix receives what `cmake --install` of upstream's CMakeLists.txt
+puts there: the shared library (on Windows the DLL in bin/ and its
+import library), the static library, the headers, libuv.pc and
+libuv-static.pc, and lib/cmake/libuv/ for find_package(libuv). Nothing
+is copied by hand. share/uvpatch/UVPATCH.json says what was installed:
+vendor's provenance (base, upstream, patches) with the built source tree
+and the blob id of every installed file.
+
+A prefix is configured into CMake (the .pc files name it), so each
+variant has one install build folder, reconfigured when the prefix
+changes. A prefix that holds something other than an earlier install
+of this tool, or an install edited since, is refused as vendor refuses.
+
+A consumer never sees a partial install: CMake installs into a folder
+beside the prefix, .NAME.uvpatch-new, and that folder is swapped in
+whole (one atomic exchange where the system has it, else two renames
+with the earlier install kept as .NAME.uvpatch-old until the second).
+A kill or a full disk at any moment leaves those folders at most; the
+next `build --prefix` finishes or undoes the swap and removes them,
+under a lock on the prefix (.NAME.uvpatch-lock) that makes two installs
+into one prefix wait for each other.
+"""
+
+import os
+import shlex
+
+from .. import proc
+from ..errors import UvPatchError, EXIT_FAILURE, EXIT_STATE, EXIT_USAGE
+from ..source.fsutil import Lock, exchange, remove_tree, write_atomic
+from ..source.gittree import file_ids
+from ..series.apply import BASE_TAG
+from .cmake import _common_args, _configure, _ninja
+from .vendor import _inside, local_edits, provenance
+
+PROVENANCE = "share/uvpatch/UVPATCH.json"
+
+
+def _beside(real, what):
+    """The folder or lock file ``what`` (new, old, lock) of a prefix."""
+    parent, name = os.path.split(real)
+    return os.path.join(parent, ".%s.uvpatch-%s" % (name, what))
+
+
+def _check_place(prefix, real, manifest):
+    """Refuses, before any build, a prefix that cannot receive an install
+    whatever it holds: in this repository, not a folder, under a file, on
+    a read-only or unwritable file system, or a mount point."""
+    root = os.path.realpath(manifest.root)
+    if _inside(root, real):
+        raise UvPatchError("%s is this repository or holds it" % prefix,
+                           hint="install elsewhere, e.g. "
+                                "$HOME/.local/libuv-uvpatch",
+                           status=EXIT_USAGE)
+    if _inside(real, os.path.join(root, "patches")):
+        raise UvPatchError("%s is inside patches/" % prefix,
+                           hint="install outside patches/; the tool "
+                                "rewrites it", status=EXIT_USAGE)
+    if os.path.lexists(real) and not os.path.isdir(real):
+        raise UvPatchError("%s exists and is not a folder" % prefix,
+                           hint="remove it or choose another prefix",
+                           status=EXIT_USAGE)
+    if os.path.isdir(real) and os.path.ismount(real):
+        raise UvPatchError(
+            "%s is a mount point: the install is swapped in by renaming "
+            "the prefix, which a mount point cannot be" % prefix,
+            hint="install into a folder inside it, e.g. %s"
+                 % os.path.join(prefix, "libuv"), status=EXIT_USAGE)
+    # The staging folder and the lock go beside the prefix: its nearest
+    # existing parent must be a writable folder.
+    parent = os.path.dirname(real)
+    while not os.path.lexists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        raise UvPatchError("%s is under %s, which is a file" % (prefix,
+                                                                 parent),
+                           hint="choose a prefix whose parents are folders",
+                           status=EXIT_USAGE)
+    if _read_only(parent):
+        raise UvPatchError("%s is on a read-only file system (%s)"
+                           % (prefix, parent),
+                           hint="choose a prefix on a writable disk",
+                           status=EXIT_USAGE)
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UvPatchError("%s: you may not write to %s, where the install "
+                           "is staged and swapped in" % (prefix, parent),
+                           hint="choose a prefix in a folder you own, or "
+                                "get write access to that one",
+                           status=EXIT_USAGE)
+
+
+def _read_only(folder):
+    try:
+        return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except (AttributeError, OSError):   # no statvfs on Windows
+        return False
+
+
+def _lock(real):
+    os.makedirs(os.path.dirname(real), exist_ok=True)
+    return Lock(os.path.dirname(real), "install", wait=True,
+                name=os.path.basename(_beside(real, "lock")))
+
+
+def recover(real):
+    """Finishes or undoes a swap a kill interrupted, and removes what a
+    killed or failed install left beside the prefix. Under the lock."""
+    old, new = _beside(real, "old"), _beside(real, "new")
+    if not os.path.lexists(real) and os.path.isdir(old):
+        # Killed between the two renames: the earlier install goes back.
+        os.rename(old, real)
+        proc.note("%s: put back the earlier install an interrupted run "
+                  "had moved aside" % real)
+    for left in (old, new):
+        if os.path.lexists(left):
+            remove_tree(left)
+            proc.note("removed %s, left by an interrupted install" % left)
+
+
+def _check_content(prefix, real):
+    """None for a new or empty prefix; ``real`` for an earlier install
+    of this tool; refuses anything else."""
+    if not os.path.isdir(real) or not os.listdir(real):
+        return None
+    edits = local_edits(real, PROVENANCE)
+    if edits is None:
+        raise UvPatchError(
+            "%s is not empty and holds no earlier install of this tool "
+            "(no valid %s)" % (prefix, PROVENANCE),
+            hint="choose a new or empty folder, or remove this one "
+                 "yourself if its content may go", status=EXIT_STATE)
+    if edits:
+        raise UvPatchError(
+            "%s was changed since the tool installed there:\n  %s"
+            % (prefix, "\n  ".join(edits[:20])),
+            hint="remove the folder yourself if the changes may go, or "
+                 "choose another prefix", status=EXIT_STATE)
+    return real
+
+
+def check_prefix(prefix, manifest):
+    """Refuses a prefix that must not receive an install; run before
+    the build, so a bad prefix costs no minutes. Repairs what an
+    interrupted install left first."""
+    real = os.path.realpath(prefix)
+    _check_place(prefix, real, manifest)
+    with _lock(real):
+        recover(real)
+        return _check_content(prefix, real)
+
+
+def install_dir(variant):
+    return os.path.join(variant.dir, "install")
+
+
+def install(manifest, variant, prefix):
+    """Builds ``variant``'s shared and static libuv configured for
+    ``prefix``, installs it with CMake's install rules beside the prefix,
+    writes the provenance file there and swaps the whole in. Returns
+    {relative path: "mode blob-id"} of what was installed."""
+    real = os.path.realpath(prefix)
+    _check_place(prefix, real, manifest)
+    proc.step("install %s into %s" % (variant.name, real))
+    build_dir = install_dir(variant)
+    _configure(variant.source, build_dir, _common_args(variant) + [
+        "-DCMAKE_INSTALL_PREFIX=" + real,
+        # Not Debian's multiarch folder: lib/ on every system.
+        "-DCMAKE_INSTALL_LIBDIR=lib",
+        "-DBUILD_TESTING=OFF", "-DLIBUV_BUILD_TESTS=OFF",
+        "-DLIBUV_BUILD_BENCH=OFF", "-DLIBUV_BUILD_SHARED=ON"])
+    _ninja(build_dir)
+    source = proc.git_out(["rev-parse", ("HEAD" if variant.patched
+                                         else BASE_TAG) + "^{tree}"],
+                          cwd=os.path.join(variant.out, "src"))
+    extra = {"installed_from": {"tree": source, "target": variant.target,
+                                "config": variant.config}}
+    with _lock(real):
+        recover(real)
+        _check_content(prefix, real)
+        new = _beside(real, "new")
+        try:
+            files = _stage(manifest, variant, build_dir, new, extra)
+        except BaseException:
+            remove_tree(new)
+            raise
+        _swap(new, real)
+    libs = sorted(p for p in files
+                  if p.startswith(("lib/", "bin/")) and "/" not in p[4:])
+    proc.note("installed %d files (%s) in %s"
+              % (len(files), ", ".join(libs), real))
+    return files
+
+
+def _stage(manifest, variant, build_dir, new, extra):
+    """CMake's install into ``new`` (the files still name the prefix they
+    were configured for), and the provenance file."""
+    cmd = ["cmake", "--install", build_dir, "--prefix", new]
+    unchanged = "the prefix is unchanged; %s is removed" % new
+    try:
+        os.makedirs(new)
+        res = proc.run(cmd, capture=True, check=False,
+                       what="cmake --install")
+        output = (res.stdout + res.stderr).strip()
+        if res.returncode != 0:
+            # CMake wraps its lines: look at the words.
+            full = "No space left on device" in " ".join(output.split())
+            raise UvPatchError(
+                "cmake --install failed with exit status %d%s: %s\n%s\n(%s)"
+                % (res.returncode, " (No space left on device)" if full
+                   else "", shlex.join(cmd), output, unchanged),
+                hint="free space on the disk of %s, then run `build "
+                     "--prefix` again" % os.path.dirname(new) if full else
+                     "fix the error shown above, then run `build --prefix` "
+                     "again", status=EXIT_FAILURE)
+        if proc.VERBOSE:
+            print(res.stdout, end="", flush=True)
+        _check_installed(build_dir, new)
+        files, tree = file_ids(new)
+        write_atomic(os.path.join(new, *PROVENANCE.split("/")),
+                     provenance(manifest, variant.patched, tree, files,
+                                extra=extra))
+    except OSError as e:
+        raise UvPatchError(
+            "cannot write the install in %s: %s (%s)"
+            % (e.filename or new, e.strerror or e, unchanged),
+            hint="free space on that disk, or make it writable, then run "
+                 "`build --prefix` again", status=EXIT_FAILURE)
+    return files
+
+
+def _check_installed(build_dir, new):
+    """Every file CMake installed is in the staging folder: an install
+    rule with an absolute destination would have written past it."""
+    try:
+        with open(os.path.join(build_dir, "install_manifest.txt"),
+                  encoding="utf-8") as f:
+            paths = [ln for ln in f.read().splitlines() if ln]
+    except FileNotFoundError:
+        return
+    root = os.path.realpath(new)
+    stray = [p for p in paths if not _inside(os.path.realpath(p), root)]
+    if stray:
+        raise UvPatchError(
+            "libuv's install rules wrote outside the prefix:\n  %s"
+            % "\n  ".join(stray[:10]),
+            hint="the tree's CMakeLists.txt installs to an absolute path; "
+                 "fix that in a patch", status=EXIT_FAILURE)
+
+
+def _swap(new, real):
+    """Puts the staged install ``new`` at ``real`` as a whole."""
+    if not os.path.lexists(real):
+        os.rename(new, real)
+        return
+    if exchange(new, real):
+        remove_tree(new)    # now the earlier install
+        return
+    old = _beside(real, "old")
+    os.rename(real, old)
+    os.rename(new, real)
+    remove_tree(old)

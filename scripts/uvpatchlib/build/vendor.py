@@ -1,0 +1,180 @@
+"""vendor: export the patched (or pristine) tree into another repository.
+
+DEST (e.g. deps/libuv of a project) receives exactly the files of the
+tree and UVPATCH.json, which says where they came from and lists every
+file's git blob id, so a later export can tell an untouched earlier
+export from one with local edits. Two exports of the same inputs are
+byte-for-byte the same.
+"""
+
+import json
+import os
+
+from .. import VERSION, proc
+from ..errors import UvPatchError, EXIT_STATE, EXIT_USAGE
+from ..source.fsutil import remove_tree
+from ..source.gittree import file_ids
+from ..series.apply import BASE_TAG, apply_series
+
+PROVENANCE = "UVPATCH.json"
+
+
+def _inside(path, folder):
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def check_dest(dest, manifest, out):
+    """Refuses a DEST that cannot or must not receive the export."""
+    real = os.path.realpath(dest)
+    parent = os.path.dirname(real)
+    if not os.path.isdir(parent):
+        raise UvPatchError("%s: its parent folder %s does not exist"
+                           % (dest, parent),
+                           hint="create the parent folder first (the tool "
+                                "makes only DEST itself)", status=EXIT_USAGE)
+    root = os.path.realpath(manifest.root)
+    if _inside(root, real):
+        raise UvPatchError("%s is this repository or holds it" % dest,
+                           hint="export into another repository, e.g. "
+                                "../myproject/deps/libuv", status=EXIT_USAGE)
+    for folder, what in ((os.path.realpath(os.path.dirname(out)),
+                          "the work folder out/"),
+                         (os.path.join(root, "patches"), "patches/")):
+        if _inside(real, folder):
+            raise UvPatchError("%s is inside %s" % (dest, what),
+                               hint="export outside this repository's "
+                                    "out/ and patches/; they are rewritten "
+                                    "by the tool", status=EXIT_USAGE)
+    if os.path.lexists(real) and not os.path.isdir(real):
+        raise UvPatchError("%s exists and is not a folder" % dest,
+                           hint="remove it or choose another DEST",
+                           status=EXIT_USAGE)
+
+
+def local_edits(dest, name=PROVENANCE):
+    """None when DEST is not an earlier export; else the sorted list of
+    "changed|added|removed path" lines against its provenance file
+    ``name`` (a path under DEST; UVPATCH.json for an export)."""
+    try:
+        with open(os.path.join(dest, name), encoding="utf-8") as f:
+            prov = json.load(f)
+        recorded = prov["files"]
+        tree = prov["tree"]
+        if prov.get("tool") != "uvpatch" or not isinstance(recorded, dict):
+            return None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    nested = "/" in name
+    files, actual = file_ids(dest, exclude=() if nested else [name])
+    if nested:
+        # A file in a subfolder is part of the tree: the lists decide.
+        files.pop(name, None)
+        actual = tree
+    if actual == tree and files == recorded:
+        return []
+    edits = []
+    for path in sorted(set(files) | set(recorded)):
+        if path not in files:
+            edits.append("removed " + path)
+        elif path not in recorded:
+            edits.append("added " + path)
+        elif files[path] != recorded[path]:
+            edits.append("changed " + path)
+    # A provenance file edited by hand: the lists agree, the tree not.
+    return edits or ["changed " + name]
+
+
+def provenance(manifest, patched, tree, files, extra=None):
+    """UVPATCH.json's text: fixed key order, no time, no local path;
+    ``extra`` ({key: value}) comes before the tree and its files."""
+    up = manifest.upstream
+    data = {
+        "tool": "uvpatch",
+        "version": VERSION,
+        "base": manifest.name,
+        "upstream": {"name": up["name"], "tag": up["tag"],
+                     "commit": up["commit"], "tree": up["tree"]},
+        "patched": patched,
+        "patches": [{"file": e["file"], "sha256": e["sha256"]}
+                    for e in manifest.series] if patched else [],
+    }
+    data.update(extra or {})
+    data.update({
+        "tree": tree,
+        "files": dict(sorted(files.items())),
+    })
+    return json.dumps(data, indent=2) + "\n"
+
+
+def _export(src, rev, work, index):
+    """Writes the files of ``rev`` of the repository ``src`` to ``work``."""
+    env = {"GIT_INDEX_FILE": index, "GIT_WORK_TREE": work}
+    try:
+        proc.git(["read-tree", rev], cwd=src, env=env)
+        proc.git(["checkout-index", "-a", "-f"], cwd=src, env=env)
+    finally:
+        remove_tree(index)
+
+
+def _recover(dest, aside):
+    """Puts back DEST when a crash came between the two renames."""
+    if not os.path.lexists(dest) and os.path.isdir(aside):
+        os.rename(aside, dest)
+
+
+def vendor(manifest, out, dest, patched=True, force=False, source=None):
+    check_dest(dest, manifest, out)
+    # A link is followed: the export goes where it points.
+    dest = os.path.realpath(dest)
+    name = os.path.basename(dest)
+    scratch = os.path.join(os.path.dirname(dest), ".%s.uvpatch-new" % name)
+    aside = os.path.join(os.path.dirname(dest), ".%s.uvpatch-old" % name)
+    _recover(dest, aside)
+    if os.path.isdir(dest) and os.listdir(dest):
+        edits = local_edits(dest)
+        if edits is None:
+            raise UvPatchError(
+                "%s is not empty and is not an earlier export (no valid %s)"
+                % (dest, PROVENANCE),
+                hint="choose a new or empty folder, or remove this one "
+                     "yourself if its content may go", status=EXIT_STATE)
+        if edits and not force:
+            raise UvPatchError(
+                "%s has local edits since its export:\n  %s"
+                % (dest, "\n  ".join(edits)),
+                hint="move the edits into a patch (see README.md, Editing "
+                     "a patch), or pass --force to overwrite them",
+                status=EXIT_STATE)
+        if edits:
+            proc.note("--force: overwriting %d local edit(s) in %s"
+                      % (len(edits), dest))
+
+    src = apply_series(manifest, out, source=source)
+    proc.step("vendor")
+    rev = "HEAD" if patched else BASE_TAG
+    want = proc.git_out(["rev-parse", rev + "^{tree}"], cwd=src)
+    remove_tree(scratch)
+    try:
+        os.makedirs(scratch)
+        _export(src, rev, scratch, os.path.join(out, ".vendor.index"))
+        files, tree = file_ids(scratch)
+        if tree != want:
+            raise UvPatchError(
+                "the exported files have tree %s, git says %s" % (tree, want),
+                hint="the file system changed the files (case folding, "
+                     "links or modes?); export to another disk")
+        with open(os.path.join(scratch, PROVENANCE), "w", encoding="utf-8",
+                  newline="\n") as f:
+            f.write(provenance(manifest, patched, tree, files))
+        remove_tree(aside)
+        if os.path.lexists(dest):
+            os.rename(dest, aside)
+        os.rename(scratch, dest)
+        remove_tree(aside)
+    finally:
+        remove_tree(scratch)
+    proc.note("%s: %d files, tree %s (%s)"
+              % (dest, len(files), tree[:12],
+                 "%d patches" % len(manifest.series) if patched
+                 else "unpatched"))
+    return dest, tree

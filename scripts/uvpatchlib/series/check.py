@@ -1,0 +1,125 @@
+"""check: lint the series without building it.
+
+deps.json is valid and its hashes current (loading it checks that), every
+patch is in canonical form (refresh would not change it), its message
+follows libuv's rules (a message of our own: subject, width, Fixes: and
+Refs: as URLs, no word about this tool) and carries the DEP-3 and
+Upstream-Status fields, and the series applies exactly on its base.
+"""
+
+import os
+import re
+import tempfile
+
+from .. import proc
+from ..errors import UvPatchError
+from .apply import BASE_TAG, apply_series
+from .manifest import UPSTREAM_STATUSES
+from .message import upstream_problems
+from .patchfile import Patch
+from .refresh import format_series
+
+SUBJECT_MAX = 50
+BODY_MAX = 72
+_SUBJECT = re.compile(r"^[a-z0-9_,./-]+: [a-z]")
+# Lines that may run past 72 columns: links and trailers.
+_LONG_OK = re.compile(r"^(\S+: )?<?https?://\S+>?$|^[A-Za-z-]+: .*<.*@.*>$")
+
+
+_ORIGIN = re.compile(r"^upstream, https?://\S+/commit/[0-9a-f]{40}$")
+
+
+def _style_problems(subject, body):
+    """libuv's rules for a message of our own."""
+    problems = []
+    if not _SUBJECT.match(subject):
+        problems.append("subject %r is not 'subsystem: imperative summary' "
+                        "in lower case" % subject)
+    if len(subject) > SUBJECT_MAX:
+        problems.append("subject is %d characters, more than %d"
+                        % (len(subject), SUBJECT_MAX))
+    for n, line in enumerate(body, 1):
+        if len(line) > BODY_MAX and not _LONG_OK.match(line):
+            problems.append("message line %d is %d columns, more than %d"
+                            % (n, len(line), BODY_MAX))
+        if line != line.rstrip():
+            problems.append("message line %d has trailing white space" % n)
+    return problems
+
+
+def lint_message(name, text):
+    """Problems with one patch file's text, as sentences."""
+    problems = []
+    if "\r\n" in text:
+        problems.append("has CRLF line ends")
+    patch = Patch(text)
+    subject = patch.subject
+    body = patch.message()
+    fields = {}
+    for line in body:
+        m = re.match(r"^([A-Z][A-Za-z-]+): (.*)$", line)
+        if m:
+            fields[m.group(1)] = m.group(2)
+    status = fields.get("Upstream-Status", "").split(" ")[0]
+    if not status:
+        problems.append("no Upstream-Status: field")
+    elif status not in UPSTREAM_STATUSES:
+        problems.append("Upstream-Status %r is not one of %s"
+                        % (status, ", ".join(UPSTREAM_STATUSES)))
+    if status == "Backport":
+        # A backport keeps upstream's author, subject and message as they
+        # are; DEP-3 asks it to say where it comes from.
+        if not _ORIGIN.match(fields.get("Origin", "")):
+            problems.append("a backport needs 'Origin: upstream, "
+                            "<url>/commit/<40-hex id>'")
+        required = ("Last-Update",)
+    else:
+        problems.extend(_style_problems(subject, body))
+        problems.extend(upstream_problems(subject, body))
+        required = ("Forwarded", "Last-Update", "Signed-off-by")
+    for field in required:
+        if field not in fields:
+            problems.append("no %s: field" % field)
+    if "Last-Update" in fields and not re.match(r"^\d{4}-\d{2}-\d{2}$",
+                                                fields["Last-Update"]):
+        problems.append("Last-Update %r is not YYYY-MM-DD"
+                        % fields["Last-Update"])
+    return problems
+
+
+def check(manifest, out, report):
+    """Calls ``report(status, name, why)`` per finding; returns the number
+    of failures."""
+    failures = 0
+    folder = manifest.patch_dir
+    report("PASS", "check deps.json", "valid, %d patches, hashes current"
+           % len(manifest.series))
+    try:
+        src = apply_series(manifest, out)
+    except UvPatchError as e:
+        report("FAIL", "check series applies exactly", e.message)
+        return 1
+    report("PASS", "check series applies exactly",
+           "on %s" % manifest.commit[:12])
+    with tempfile.TemporaryDirectory(prefix="uvpatch-check-") as tmp:
+        names = format_series(src, BASE_TAG, "HEAD", tmp) \
+            if manifest.series else []
+        for entry, fresh in zip(manifest.series, names + [None] * len(
+                manifest.series)):
+            name = entry["file"]
+            with open(os.path.join(folder, name), encoding="utf-8",
+                      newline="") as f:
+                text = f.read()
+            problems = lint_message(name, text)
+            if fresh != name:
+                problems.append("refresh would name it %s" % fresh)
+            elif open(os.path.join(tmp, fresh), encoding="utf-8",
+                      newline="").read() != text:
+                problems.append("not canonical: `scripts/uvpatch refresh` "
+                                "would rewrite it")
+            if problems:
+                failures += 1
+                report("FAIL", "check " + name, "; ".join(problems))
+            else:
+                report("PASS", "check " + name, "canonical, message ok")
+    return failures

@@ -1,0 +1,202 @@
+"""refresh: regenerate patches/ and deps.json from the commits in out/src.
+
+The output is canonical: `git format-patch` with zero commit ids, full
+blob ids, no signature and no rename detection, file names from the
+subjects. Run on an unchanged out/src, it changes no byte.
+"""
+
+import json
+import os
+import re
+import tempfile
+
+from .. import proc
+from ..errors import UvPatchError, EXIT_STATE
+from ..source.fsutil import remove_tree, sha256_file, write_atomic
+from .apply import BASE_TAG, STATE_FILE, read_state
+from .manifest import dump, validate
+
+# --full-index: abbreviated blob ids grow with the repository's object
+# count, so the same series would print differently from a shallow cache
+# and from a full clone.
+FORMAT_PATCH = ["format-patch", "--zero-commit", "--no-signature",
+                "--full-index", "--no-renames", "--no-numbered",
+                "--subject-prefix=PATCH", "--no-cover-letter",
+                "--encode-email-headers"]
+_STATUS = re.compile(r"^Upstream-Status:\s*([A-Za-z-]+)", re.M)
+
+
+def format_series(src, base, head, dest):
+    """Writes base..head as numbered patches in ``dest``; returns names."""
+    proc.git(FORMAT_PATCH + ["-o", dest, "%s..%s" % (base, head)], cwd=src)
+    return sorted(n for n in os.listdir(dest) if n.endswith(".patch"))
+
+
+def platforms_of(files):
+    """The platforms a change touches, from the files it edits."""
+    found = set()
+    for path in files:
+        if path.startswith("src/win/") or path.startswith("include/uv/win"):
+            found.add("windows")
+        elif re.search(r"src/unix/(linux|.*epoll)", path):
+            found.add("linux")
+        elif re.search(r"src/unix/(darwin|kqueue|fsevents)", path):
+            found.add("macos")
+        elif path.startswith("src/unix/") or path == "include/uv/unix.h":
+            found.add("unix")
+    if "unix" in found:
+        found -= {"linux", "macos"}
+    return sorted(found) or ["unix", "windows"]
+
+
+def _slug(name):
+    return name[5:]  # drop "NNNN-"
+
+
+def _prior_entry(name, index, names, old_series):
+    """The deps.json entry a regenerated patch inherits (platforms, tests,
+    proofs): the one with the same subject; else, for a reworded subject,
+    the one at the same place, unless that one lives on under its own
+    subject (a patch was dropped or moved)."""
+    for entry in old_series:
+        if _slug(entry["file"]) == _slug(name):
+            return entry
+    if index < len(old_series):
+        candidate = old_series[index]
+        if _slug(candidate["file"]) not in {_slug(n) for n in names}:
+            return candidate
+    return None
+
+
+def _read_or_none(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+
+
+def _restore(before):
+    """Puts back the files ``before`` recorded ({path: bytes or None})."""
+    for path, data in before.items():
+        try:
+            if data is None:
+                remove_tree(path)
+            else:
+                write_atomic(path, data)
+        except OSError:
+            pass  # the error being raised says what went wrong
+
+
+def refresh(manifest, out, src=None, priors=None):
+    """``src`` defaults to out/src; ``priors`` (rebase) gives the old
+    deps.json entry of each commit, as numbering may have shifted."""
+    src = src or os.path.join(out, "src")
+    state = read_state(src)
+    if state is None:
+        raise UvPatchError("out/src is missing or was not made by apply",
+                           hint="run `scripts/uvpatch apply`, commit your "
+                                "changes in out/src, then refresh",
+                           status=EXIT_STATE)
+    dirty = proc.git_out(["status", "--porcelain"], cwd=src)
+    if dirty:
+        raise UvPatchError("out/src has uncommitted edits:\n  "
+                           + "\n  ".join(dirty.splitlines()[:10]),
+                           hint="commit them (git -C out/src commit "
+                                "--amend, or a new commit), then refresh",
+                           status=EXIT_STATE)
+    base = proc.git_out(["rev-parse", BASE_TAG], cwd=src)
+    head = proc.git_out(["rev-parse", "HEAD"], cwd=src)
+    merges = proc.git_out(["rev-list", "--merges", "%s..%s" % (base, head)],
+                          cwd=src)
+    if merges:
+        raise UvPatchError("out/src has merge commits: a series is linear",
+                           hint="rebase them away (git -C out/src rebase "
+                                "-i uvpatch-base)", status=EXIT_STATE)
+    patches_dir = manifest.patch_dir
+    os.makedirs(patches_dir, exist_ok=True)
+    old_by_index = list(manifest.series)
+    with tempfile.TemporaryDirectory(prefix=".refresh-",
+                                     dir=manifest.root) as tmp:
+        names = format_series(src, base, head, tmp)
+        commits = proc.git_out(["rev-list", "--reverse", "%s..%s"
+                                % (base, head)], cwd=src).split()
+        series, changed = [], []
+        for i, (name, commit) in enumerate(zip(names, commits)):
+            path = os.path.join(tmp, name)
+            message = proc.git_out(["log", "-1", "--format=%B", commit],
+                                   cwd=src)
+            files = proc.git_out(["diff-tree", "--no-commit-id",
+                                  "--name-only", "-r", commit],
+                                 cwd=src).split("\n")
+            if priors is not None:
+                prior = priors[i]
+            else:
+                prior = _prior_entry(name, i, names, old_by_index)
+            entry = dict(prior) if prior else {
+                "file": name, "sha256": "", "platforms": platforms_of(files),
+                "upstream_status": "Pending",
+                "summary": proc.git_out(["log", "-1", "--format=%s", commit],
+                                        cwd=src)}
+            entry["file"] = name
+            entry["sha256"] = sha256_file(path)
+            m = _STATUS.search(message)
+            if m:
+                entry["upstream_status"] = m.group(1)
+            old_path = os.path.join(patches_dir, name)
+            if not os.path.isfile(old_path) or \
+                    sha256_file(old_path) != entry["sha256"]:
+                changed.append(name)
+            series.append(entry)
+        data = json.loads(json.dumps(manifest.data))
+        data["series"] = series
+        # Every other patch in the folder goes: when rebase makes an
+        # existing base of another series, its old files are not in
+        # ``manifest.series``.
+        removed = sorted(({e["file"] for e in manifest.series} | {
+            n for n in os.listdir(patches_dir) if n.endswith(".patch")})
+            - set(names))
+        # Check the new manifest against the new files before writing.
+        staged = os.path.join(tmp, "root")
+        os.makedirs(os.path.join(staged, "patches", manifest.name))
+        for name in names:
+            os.link(os.path.join(tmp, name),
+                    os.path.join(staged, "patches", manifest.name, name))
+        doc = manifest.doc_with(data)
+        validate({**doc, "bases": [data], "default_base": manifest.name},
+                 staged)
+        # patches/ and deps.json change together or not at all: if a
+        # write fails (a full disk, a read-only file), undo the others.
+        before = {}
+        try:
+            for name in names:
+                if name in changed:
+                    path = os.path.join(patches_dir, name)
+                    before[path] = _read_or_none(path)
+                    with open(os.path.join(tmp, name), "rb") as f:
+                        write_atomic(path, f.read())
+            for name in removed:
+                path = os.path.join(patches_dir, name)
+                before[path] = _read_or_none(path)
+                remove_tree(path)
+            text = dump(doc)
+            with open(manifest.path, encoding="utf-8") as f:
+                if f.read() != text:
+                    write_atomic(manifest.path, text)
+        except BaseException:
+            _restore(before)
+            raise
+    # out/src now matches patches/ again: record it, so apply is a no-op.
+    state["patches"] = [{"file": e["file"], "sha256": e["sha256"],
+                         "commit": c} for e, c in zip(series, commits)]
+    state["head"] = head
+    write_atomic(os.path.join(src, ".git", STATE_FILE),
+                 json.dumps(state, indent=2) + "\n")
+    # The base's own folder: each base has one under patches/.
+    for name in changed:
+        proc.note("wrote patches/%s/%s" % (manifest.name, name))
+    for name in removed:
+        proc.note("removed patches/%s/%s" % (manifest.name, name))
+    if not changed and not removed:
+        proc.note("patches/ is up to date (%d patches)" % len(series))
+    return changed, removed

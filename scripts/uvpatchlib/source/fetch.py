@@ -1,0 +1,389 @@
+"""Obtaining the pinned upstream tree, verified, through a local cache.
+
+Sources are tried in order: --source, the cache, UVPATCH_SOURCE (a
+mirror, bundle or tarball: used when it holds the base), the upstream git
+URL, the upstream archive, Debian's source package. Whatever a source
+yields is checked by recomputing its git tree id (and, for a known
+tarball, its sha256) before it enters the cache.
+"""
+
+import json
+import os
+import shutil
+import tarfile
+import tempfile
+import urllib.request
+
+from .. import proc
+from ..errors import UvPatchError, EXIT_FETCH
+from .extract import (NOT_A_SOURCE, NotARegularFile, copy_tree,
+                      extract_tarball, open_regular, source_kind,
+                      tree_problem, write_failed)
+from .fsutil import Lock, remove_tree, sha256_file, write_atomic
+from .gittree import tree_id
+
+NETWORK_TIMEOUT = 60
+
+
+class Unavailable(Exception):
+    """A source that could not be reached: say so and try the next."""
+
+
+class CacheEntry:
+    """A verified pristine tree: ``tree_dir`` and, when the source was
+    git, ``repo``, a shallow repository holding the upstream commit."""
+
+    def __init__(self, path):
+        self.path = path
+        self.tree_dir = os.path.join(path, "tree")
+        repo = os.path.join(path, "upstream.git")
+        self.repo = repo if os.path.isdir(repo) else None
+        with open(os.path.join(path, "source.json"), encoding="utf-8") as f:
+            self.info = json.load(f)
+
+
+def cache_root():
+    base = os.environ.get("XDG_CACHE_HOME")
+    if not base and os.name == "nt":
+        base = os.environ.get("LOCALAPPDATA")
+    if not base:
+        base = os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "uvpatch")
+
+
+def _short(oid):
+    return oid[:7]
+
+
+class Fetcher:
+    def __init__(self, manifest, cache=None):
+        self.manifest = manifest
+        self.cache = cache or cache_root()
+        self.entry_path = os.path.join(self.cache, manifest.tree)
+
+    # The verified entry, from wherever it can be had.
+    def fetch(self, source=None, also=()):
+        """``source`` must serve this tree; ``also`` (local sources, such
+        as rebase's --source) are tried after the cache, before
+        UVPATCH_SOURCE, and may lack it."""
+        # The cache is shared by every out/: one fetch at a time (the lock
+        # is ~/.cache/uvpatch.lock, beside it). Scratch folders seen under
+        # the lock were left by a killed run.
+        os.makedirs(self.cache, exist_ok=True)
+        with Lock(os.path.dirname(os.path.abspath(self.cache)), "fetch",
+                  wait=True, name="uvpatch.lock"):
+            for name in os.listdir(self.cache):
+                if name.startswith(".tmp-"):
+                    remove_tree(os.path.join(self.cache, name))
+            return self._fetch(source, also)
+
+    def _fetch(self, source, also=()):
+        tried = []
+        if source:
+            # A source named for this command must be right: a mismatch
+            # is an error, not a reason to quietly use something else.
+            try:
+                return self._install(
+                    lambda tmp: self._from_local(source, tmp),
+                    "--source %s" % source)
+            except Unavailable as e:
+                raise UvPatchError(
+                    "--source %s: %s" % (source, e),
+                    hint="pass a git repository or bundle holding commit "
+                         "%s, a directory or a tarball of tree %s"
+                         % (self.manifest.commit, self.manifest.tree),
+                    status=EXIT_FETCH)
+
+        cached = self._cached()
+        if cached:
+            return cached
+        tried.append("the cache (%s): empty" % self.entry_path)
+
+        # UVPATCH_SOURCE serves every base it holds (a bundle of upstream
+        # holds them all); for one it lacks, the next source is tried. A
+        # source that holds the commit with another tree is still refused.
+        mirror = os.environ.get("UVPATCH_SOURCE")
+        extra = [("--source %s" % src, src) for src in also]
+        if mirror:
+            extra.append(("UVPATCH_SOURCE %s" % mirror, mirror))
+        for label, path in extra:
+            try:
+                return self._install(
+                    lambda tmp: self._from_local(path, tmp), label)
+            except Unavailable as e:
+                proc.note("%s: %s" % (label, e))
+                tried.append("%s: %s" % (label, e))
+
+        attempts = [
+            ("git", self._from_git_url),
+            ("archive", self._from_archive),
+            ("debian", self._from_debian),
+        ]
+        for kind, method in attempts:
+            spec = self.manifest.source(kind)
+            if spec is None:
+                continue
+            label = describe_source(spec)
+            try:
+                return self._install(lambda tmp: method(spec, tmp), label)
+            except Unavailable as e:
+                proc.note("%s: %s" % (label, e))
+                tried.append("%s: %s" % (label, e))
+            except UvPatchError as e:
+                proc.note("%s: refused: %s" % (label, e.message))
+                tried.append("%s: refused: %s" % (label, e.message))
+        raise UvPatchError(
+            "could not obtain libuv tree %s; tried:\n  %s"
+            % (self.manifest.tree, "\n  ".join(tried)),
+            hint=_enable_hints(self.manifest), status=EXIT_FETCH)
+
+    def _cached(self):
+        if not os.path.isdir(self.entry_path):
+            return None
+        problem = None
+        try:
+            entry = CacheEntry(self.entry_path)
+            # A .git or a link in it would pass the tree id (a top-level
+            # .git is not hashed) and then break every apply.
+            odd = tree_problem(entry.tree_dir)
+            actual = None if odd else tree_id(entry.tree_dir)
+            if odd:
+                problem = "is damaged (%s)" % odd
+            elif actual != self.manifest.tree:
+                problem = "holds tree %s" % actual
+            elif entry.repo and _commit_tree(entry.repo,
+                                             self.manifest.commit) \
+                    != self.manifest.tree:
+                problem = "its upstream commit does not match"
+        except (OSError, ValueError, UvPatchError) as e:
+            problem = "unreadable (%s)" % e
+        if problem:
+            proc.note("cache entry %s %s, expected %s: removed"
+                      % (self.entry_path, problem, self.manifest.tree))
+            remove_tree(self.entry_path)
+            return None
+        proc.note("verified tree %s (cache)" % _short(self.manifest.tree))
+        return entry
+
+    def _install(self, produce, label):
+        """Runs ``produce(tmp)`` in a scratch folder of the cache, checks
+        what it made and moves it into place as one rename."""
+        os.makedirs(self.cache, exist_ok=True)
+        tmp = tempfile.mkdtemp(prefix=".tmp-", dir=self.cache)
+        try:
+            info = produce(tmp)
+            odd = tree_problem(os.path.join(tmp, "tree"))
+            if odd:
+                raise UvPatchError("%s: %s" % (label, odd),
+                                   hint=NOT_A_SOURCE, status=EXIT_FETCH)
+            actual = tree_id(os.path.join(tmp, "tree"))
+            if actual != self.manifest.tree:
+                raise UvPatchError(
+                    "%s holds the wrong tree: expected %s, actual %s"
+                    % (label, self.manifest.tree, actual),
+                    hint="use a source of libuv %s (commit %s)"
+                         % (self.manifest.upstream["tag"],
+                            self.manifest.commit), status=EXIT_FETCH)
+            info["tree"] = actual
+            write_atomic(os.path.join(tmp, "source.json"),
+                         json.dumps(info, indent=2) + "\n")
+            remove_tree(self.entry_path)
+            os.rename(tmp, self.entry_path)
+        finally:
+            remove_tree(tmp)
+        proc.note("verified tree %s (%s)" % (_short(self.manifest.tree),
+                                              label))
+        return CacheEntry(self.entry_path)
+
+    # Sources.
+    def _from_local(self, src, tmp):
+        try:
+            # Only these are read: a FIFO or /dev/zero would never end.
+            kind = source_kind(src)
+        except FileNotFoundError:
+            raise Unavailable("does not exist")
+        except NotARegularFile as e:
+            raise Unavailable(str(e))
+        if kind == "dir":
+            if _is_git_repo(src):
+                try:
+                    return self._from_git(src, tmp)
+                except Unavailable as e:
+                    if not os.path.isdir(os.path.join(src, ".git")):
+                        raise
+                    proc.note("%s: %s; using its work tree" % (src, e))
+                    remove_tree(os.path.join(tmp, "upstream.git"))
+            copy_tree(src, os.path.join(tmp, "tree"), skip_top_git=True)
+            return {"source": "directory", "path": os.path.abspath(src)}
+        try:
+            with open_regular(src) as f:
+                head = f.read(16)
+        except NotARegularFile as e:
+            raise Unavailable(str(e))
+        if head.startswith(b"# v2 git bundle") or \
+                head.startswith(b"# v3 git bundle"):
+            return self._from_git(os.path.abspath(src), tmp)
+        if tarfile.is_tarfile(src):
+            return self._from_tarball(src, tmp, None)
+        raise Unavailable("is neither a git repository or bundle, a "
+                          "directory nor a tarball")
+
+    def _from_git_url(self, spec, tmp):
+        return self._from_git(spec["url"], tmp)
+
+    def _from_git(self, url, tmp):
+        repo = os.path.join(tmp, "upstream.git")
+        commit = self.manifest.commit
+        proc.git(["init", "-q", "--bare", "--", repo])
+        if os.path.isfile(url):
+            # A bundle carries refs, not arbitrary commits: take them all.
+            res = proc.git(["fetch", "-q", "--no-tags", "--", url,
+                            "+refs/*:refs/bundle/*"], cwd=repo, check=False)
+        else:
+            if os.path.isdir(url):
+                url = "file://" + os.path.abspath(url)
+            # "--": a URL is never an option (--upload-pack=...).
+            res = proc.git(["fetch", "-q", "--no-tags", "--depth", "1",
+                            "--", url, commit], cwd=repo, check=False)
+        if res.returncode != 0:
+            raise Unavailable(_first_line(res.stderr) or
+                              "git fetch failed (status %d)"
+                              % res.returncode)
+        if proc.git(["cat-file", "-e", commit + "^{commit}"], cwd=repo,
+                    check=False).returncode != 0:
+            raise Unavailable("does not contain commit %s" % commit)
+        actual = _commit_tree(repo, commit)
+        if actual != self.manifest.tree:
+            raise UvPatchError(
+                "commit %s of %s has tree %s, expected %s"
+                % (commit, url, actual, self.manifest.tree),
+                hint="the source is not upstream libuv; use another",
+                status=EXIT_FETCH)
+        # Keep only the pinned commit: a whole history does not belong
+        # in the cache.
+        proc.git(["update-ref", "refs/tags/upstream", commit], cwd=repo)
+        for ref in proc.git_out(["for-each-ref", "--format=%(refname)",
+                                 "refs/bundle/"], cwd=repo).split():
+            proc.git(["update-ref", "-d", ref], cwd=repo)
+        _checkout(repo, commit, os.path.join(tmp, "tree"))
+        return {"source": "git", "url": url, "commit": commit}
+
+    def _from_archive(self, spec, tmp):
+        path = os.path.join(tmp, spec["file"])
+        proc.note("downloading %s" % spec["url"])
+        try:
+            with urllib.request.urlopen(spec["url"],
+                                        timeout=NETWORK_TIMEOUT) as r, \
+                    open(path, "wb") as f:
+                while True:
+                    chunk = r.read(1 << 20)
+                    if not chunk:
+                        break
+                    try:
+                        f.write(chunk)
+                    except OSError as e:
+                        # The disk's fault, not the download's.
+                        write_failed(path, e)
+        except OSError as e:
+            raise Unavailable("cannot download: %s" % e)
+        return self._from_tarball(path, tmp, spec)
+
+    def _from_debian(self, spec, tmp):
+        if shutil.which("apt-get") is None:
+            raise Unavailable("apt-get not found")
+        work = os.path.join(tmp, "apt")
+        os.makedirs(work)
+        res = proc.run(["apt-get", "source", "--download-only",
+                        "-q", "--", "%s=%s" % (spec["package"],
+                                               spec["version"])],
+                       cwd=work, capture=True, check=False)
+        path = os.path.join(work, spec["file"])
+        if res.returncode != 0 or not os.path.isfile(path):
+            lines = [ln for ln in (res.stderr or "").splitlines()
+                     if ln.startswith("E:")]
+            raise Unavailable(
+                (lines[0] if lines else "apt-get source failed (status %d)"
+                 % res.returncode) + " (needs a deb-src entry for %s)"
+                % spec["suite"])
+        return self._from_tarball(path, tmp, spec)
+
+    def _from_tarball(self, path, tmp, spec):
+        try:
+            with open_regular(path) as f:
+                digest = sha256_file(f)
+        except NotARegularFile as e:
+            raise Unavailable(str(e))
+        known = spec
+        if known is None:
+            name = os.path.basename(path)
+            for src in self.manifest.sources:
+                if src.get("file") == name or src.get("sha256") == digest:
+                    known = src
+        if known is not None and digest != known["sha256"]:
+            raise UvPatchError(
+                "tarball %s: sha256 mismatch: expected %s, actual %s"
+                % (path, known["sha256"], digest),
+                hint="the file is damaged or not the published one; "
+                     "download it again", status=EXIT_FETCH)
+        if known is None:
+            proc.note("%s is not a tarball named in deps.json: verified by "
+                      "tree id only" % path)
+        extract = os.path.join(tmp, "extract")
+        extract_tarball(path, extract)
+        entries = os.listdir(extract)
+        top = os.path.join(extract, entries[0]) if len(entries) == 1 else ""
+        os.rename(top if top and os.path.isdir(top) else extract,
+                  os.path.join(tmp, "tree"))
+        remove_tree(extract)
+        return {"source": "tarball", "file": os.path.basename(path),
+                "sha256": digest}
+
+
+def describe_source(spec):
+    if spec["kind"] == "debian":
+        return "Debian source package %s %s" % (spec["package"],
+                                                spec["version"])
+    return "%s %s" % (spec["kind"], spec["url"])
+
+
+def _enable_hints(manifest):
+    hints = ["pass --source with a local git repository, bundle, "
+             "directory or tarball of %s (or set UVPATCH_SOURCE to a "
+             "bundle or mirror of upstream libuv)" % manifest.upstream["tag"]]
+    deb = manifest.source("debian")
+    if deb:
+        hints.append(
+            "for Debian's package: add a deb-src entry for suite %s (copy "
+            "the Debian entry in /etc/apt/sources.list.d/ with "
+            "'Types: deb-src' and 'Suites: %s'), run apt-get update"
+            % (deb["suite"], deb["suite"]))
+    return "; ".join(hints)
+
+
+def _first_line(text):
+    for line in (text or "").splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def _is_git_repo(path):
+    return (os.path.isdir(os.path.join(path, ".git"))
+            or os.path.isfile(os.path.join(path, "HEAD"))
+            and os.path.isdir(os.path.join(path, "objects")))
+
+
+def _commit_tree(repo, commit):
+    res = proc.git(["rev-parse", "--verify", "-q", commit + "^{tree}"],
+                   cwd=repo, check=False)
+    return res.stdout.strip() if res.returncode == 0 else None
+
+
+def _checkout(repo, commit, dest):
+    """Writes the files of ``commit`` to ``dest`` without conversions."""
+    os.makedirs(dest)
+    index = os.path.join(os.path.dirname(dest), "checkout.index")
+    env = {"GIT_INDEX_FILE": index, "GIT_WORK_TREE": dest}
+    proc.git(["read-tree", commit], cwd=repo, env=env)
+    proc.git(["checkout-index", "-a", "-f"], cwd=repo, env=env)
+    os.unlink(index)

@@ -1,0 +1,178 @@
+"""File-system helpers that never leave a half-written result, and a
+file's sha256."""
+
+import errno
+import hashlib
+import os
+import shutil
+import stat
+import sys
+import tempfile
+
+from ..errors import UvPatchError, EXIT_STATE
+from ..proc import note
+
+
+def write_atomic(path, data):
+    """Writes ``data`` (str or bytes) to ``path`` through a rename."""
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data.encode("utf-8") if isinstance(data, str) else data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        _unlink_quietly(tmp)
+        raise
+
+
+def sha256_file(path):
+    """The sha256 of a file, given by its path or as an open file."""
+    if hasattr(path, "read"):
+        return _sha256_of(path)
+    with open(path, "rb") as f:
+        return _sha256_of(f)
+
+
+def _sha256_of(f):
+    digest = hashlib.sha256()
+    for chunk in iter(lambda: f.read(1 << 20), b""):
+        digest.update(chunk)
+    return digest.hexdigest()
+
+
+def file_kind(mode):
+    """What a file that is not a regular one is, for messages."""
+    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISLNK, "a symbolic link")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def _unlink_quietly(path):
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def remove_tree(path):
+    if os.path.islink(path) or os.path.isfile(path):
+        os.unlink(path)
+    elif os.path.isdir(path):
+        shutil.rmtree(path)
+
+
+def replace_dir(new, dest):
+    """Moves the finished folder ``new`` to ``dest``, replacing any old one.
+
+    The old folder is renamed aside first, so ``dest`` holds either the
+    old or the new content at every moment a crash could happen.
+    """
+    old = dest + ".old"
+    remove_tree(old)
+    if os.path.lexists(dest):
+        os.rename(dest, old)
+    os.rename(new, dest)
+    remove_tree(old)
+
+
+def exchange(a, b):
+    """Swaps the folders ``a`` and ``b`` in one step, so that ``b`` never
+    stops existing (Linux's renameat2 RENAME_EXCHANGE). False where the
+    system or the file system cannot; nothing has changed then."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):   # a libc without it
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b),
+                 rename_exchange) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS,
+               getattr(errno, "ENOTSUP", errno.EINVAL)):
+        return False
+    raise OSError(err, os.strerror(err), b)
+
+
+def recover_dir(dest):
+    """Puts back ``dest`` if a crash came between the two renames, and
+    removes what is left of the old folder if it came after them."""
+    old = dest + ".old"
+    if not os.path.lexists(dest) and os.path.isdir(old):
+        os.rename(old, dest)
+    elif os.path.lexists(old):
+        remove_tree(old)
+
+
+def _lock_fd(fd, wait=False):
+    """Takes an exclusive lock; OSError if it is held, unless ``wait``.
+    The kernel drops it when the process dies, so no stale lock remains."""
+    if os.name == "nt":
+        import msvcrt
+        import time
+        while True:
+            try:
+                msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+                return
+            except OSError:
+                if not wait:
+                    raise
+                time.sleep(0.2)
+    else:
+        import fcntl
+        fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+
+
+class Lock:
+    """An exclusive lock on a folder, so two runs never share out/.
+    With ``wait``, a held lock is waited for instead of refused."""
+
+    def __init__(self, folder, what, wait=False, name=".uvpatch.lock"):
+        self.path = os.path.join(folder, name)
+        self.what = what
+        self.wait = wait
+        self.fd = None
+
+    def __enter__(self):
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            try:
+                _lock_fd(self.fd)
+            except OSError as e:
+                if e.errno not in (errno.EAGAIN, errno.EACCES,
+                                   errno.EDEADLK):
+                    raise
+                if not self.wait:
+                    raise UvPatchError(
+                        "another uvpatch command is using %s"
+                        % os.path.dirname(self.path),
+                        hint="wait for it to finish, or use --out DIR for "
+                             "a separate work folder", status=EXIT_STATE)
+                note("waiting for another uvpatch command using %s"
+                     % os.path.dirname(self.path))
+                _lock_fd(self.fd, wait=True)
+        except BaseException:
+            os.close(self.fd)
+            self.fd = None
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+        return False

@@ -1,0 +1,3 @@
+"""Verify: run what was built (the regression programs, libuv's own
+suite, the tool's unit tests, consumers of the installed library) and
+print one result line per test."""
