@@ -1089,6 +1089,17 @@ struct figures {
 };
 
 
+/* The counters of a run, once f->seconds is set. */
+static void take_figures(struct figures* f) {
+  f->spurious = counts.spurious;
+  f->blocking = counts.blocking;
+  f->calls = arming_calls();
+  f->calls_per_poll = counts.blocking ? (double) f->calls / counts.blocking
+                                      : 0;
+  f->spurious_per_s = f->spurious / f->seconds;
+}
+
+
 static int measure_stale_wakeup(int rounds, struct figures* f) {
   struct wakeup w;
   uv_check_t check;
@@ -1120,12 +1131,7 @@ static int measure_stale_wakeup(int rounds, struct figures* f) {
   uv_close((uv_handle_t*) &w.timer, NULL);
   CHECK_UV(uv_run(&loop, UV_RUN_DEFAULT));
   CHECK_UV(uv_loop_close(&loop));
-  f->spurious = counts.spurious;
-  f->blocking = counts.blocking;
-  f->calls = arming_calls();
-  f->calls_per_poll = counts.blocking ? (double) f->calls / counts.blocking
-                                      : 0;
-  f->spurious_per_s = f->spurious / f->seconds;
+  take_figures(f);
   printf("{\"bench\": \"timer_model_stale\", \"rounds\": %d, "
          "\"spurious\": %ld, \"timer_wakeups\": %ld, \"wakeups\": %ld, "
          "\"timers_fired\": %d, \"calls\": %ld, \"blocking_waits\": %ld, "
@@ -1282,12 +1288,7 @@ static int measure_io(int bursts, struct figures* f) {
   uv_run(&loop, UV_RUN_DEFAULT);
   f->seconds = (double) (qpc_ns() - start) / 1e9;
   CHECK_UV(uv_thread_join(&tid));
-  f->spurious = counts.spurious;
-  f->blocking = counts.blocking;
-  f->calls = arming_calls();
-  f->calls_per_poll = counts.blocking ? (double) f->calls / counts.blocking
-                                      : 0;
-  f->spurious_per_s = f->spurious / f->seconds;
+  take_figures(f);
   unwatch(&check);
   uv_close((uv_handle_t*) &io.async, NULL);
   uv_close((uv_handle_t*) &io.tick, NULL);
