@@ -142,8 +142,8 @@ def vendor(manifest, out, dest, patched=True, force=False, source=None):
             raise UvPatchError(
                 "%s has local edits since its export:\n  %s"
                 % (dest, "\n  ".join(edits)),
-                hint="move the edits into a patch (see README.md, Editing "
-                     "a patch), or pass --force to overwrite them",
+                hint="move the edits into a patch (see docs/commands.md, "
+                     "Editing a patch), or pass --force to overwrite them",
                 status=EXIT_STATE)
         if edits:
             proc.note("--force: overwriting %d local edit(s) in %s"
