@@ -118,9 +118,18 @@ def cmd_bench(args, manifest):
     if len(reports) == 2:
         print(bench.compare(reports[0], reports[1]), end="")
         return
+    from . import dnsbench  # --only dns: real DNS servers, dnsbench.py
+    only, dns = dnsbench.split_only(args.only)
+    if dns:
+        with Lock(args.out, "bench"):
+            print(dnsbench.run(manifest, args.out, quick=args.quick,
+                               pairs=args.pairs, report_path=args.report,
+                               source=args.source), end="")
+        if not only:
+            return
     with Lock(args.out, "bench"):
         json_path = bench.run(manifest, args.out, quick=args.quick,
-                              only=args.only, report_path=args.report,
+                              only=only, report_path=args.report,
                               source=args.source)
     print(json_path[:-5] + ".md")
     if reports:
@@ -133,8 +142,12 @@ def _add_bench_options(p):
                    help="a short run (about a minute): proves it works, "
                         "figures are rough")
     p.add_argument("--only", action="append", metavar="PART",
-                   help="timers|udp|errqueue|tool (repeat or separate by "
-                        "commas; default: all)")
+                   help="timers|udp|errqueue|tool|dns (repeat or "
+                        "separate by commas; default: all but dns, which "
+                        "runs named, kresd and dnsperf)")
+    p.add_argument("--pairs", type=int, metavar="N",
+                   help="dns: base/patched pairs of runs (default 8, "
+                        "--quick 1)")
     p.add_argument("--report", metavar="FILE",
                    help="where the Markdown report goes (default: "
                         "out/bench/report.md); report.json and the SVG "
