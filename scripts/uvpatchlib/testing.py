@@ -732,3 +732,6 @@ def test_base(manifest, out, tally, suite="regression", target=None,
         # parses.
         from .bench import smoke
         smoke(manifest, out, tally, source=source)
+        # named and kresd on both libraries; one SKIP line without them.
+        from .dnsbench import smoke as dns_smoke
+        dns_smoke(manifest, out, tally, source=source)
