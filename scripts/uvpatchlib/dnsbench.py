@@ -453,8 +453,6 @@ def measure(manifest, out, folder, quick=False, pairs=None, source=None):
                   "source": bench.source_info(manifest),
                   "tools": versions(), "libraries": {}, "runs": [],
                   "notes": [], "instructions": perf_why or "counted"}
-        if not perf_ok:
-            report["notes"].append("instructions: n/a, " + perf_why)
         for sid, kind, threads, what in SCENARIOS:
             proc.step("bench dns: %s" % sid)
             for r, name, libdir in bench.rounds(cfg["pairs"], libs):
@@ -471,7 +469,7 @@ def measure(manifest, out, folder, quick=False, pairs=None, source=None):
                         sid, name, r + 1, run["error"]))
         perf_errors = [r["perf_why"] for r in report["runs"]
                        if "perf_why" in r]
-        instr_why = ("n/a, " + perf_why) if not perf_ok else (
+        instr_why = perf_why if not perf_ok else (
             perf_errors[0] if perf_errors else None)
         report["rows"] = rows(report["runs"], {"instr": instr_why})
         return report

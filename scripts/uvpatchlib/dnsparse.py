@@ -207,7 +207,7 @@ VICTIM_ROWS = (
     ("flood_lost", "flood queries lost", "queries", "lower"),
     ("rcvbuf", "UDP RcvbufErrors", "datagrams", "lower"),
 )
-BENEFIT = ("victim", "named -n 1, flood + 200 QPS victim")
+BENEFIT = ("victim", "victim (named -n 1)")
 
 
 def price_figures(perf, cpu_ticks, ticks_per_s, instructions=None):
@@ -263,12 +263,14 @@ def table(report):
     """The text table: per server, base and patched as median (min–max)
     over the pairs, and patched/base of the medians."""
     head = ("server", "measure", "base", "patched", "patched/base")
-    lines = []
+    lines, whys = [], []
     for row in report["rows"]:
         what = "%s (%s)" % (row["label"], row["unit"])
         if row["why"] and not (row["base"] and row["patched"]):
-            lines.append((row["server_label"], what, "n/a: " + row["why"],
-                          "", ""))
+            if row["why"] not in whys:
+                whys.append(row["why"])
+            mark = "n/a [%d]" % (whys.index(row["why"]) + 1)
+            lines.append((row["server_label"], what, mark, mark, ""))
         else:
             lines.append((row["server_label"], what, bench.cell(row["base"]),
                           bench.cell(row["patched"]), bench.ratio_text(
@@ -285,6 +287,7 @@ def table(report):
                    + "  " + r[4])
         if k == 0:
             out.append("-" * len(out[0]))
+    out += ["[%d] %s" % (k + 1, why) for k, why in enumerate(whys)]
     return "\n".join(ln.rstrip() for ln in out) + "\n"
 
 
@@ -301,11 +304,45 @@ def render(report):
                m.get("load_at_start", "?")),
            "Servers: %s." % ", ".join("%s %s" % kv for kv in sorted(
                report["tools"].items())),
-           "Cells: median (min–max) over the pairs.", ""]
+           "Cells: median (min–max) over the pairs. Victim: named -n 1 "
+           "on 127.0.0.1 and 127.0.0.2, a flood at saturation on the "
+           "first, %d QPS on the second." % report.get("victim_qps", 200),
+           ""]
     out.append(table(report))
+    out += per_run(report["runs"]) if report.get("runs") else []
     for name in VARIANTS:
         out.append("%s libuv mapped: %s" % (name, report["libraries"].get(
             name, "?")))
     for note in report["notes"]:
         out.append("note: " + note)
     return "\n".join(out) + "\n"
+
+
+def per_run(runs):
+    """Lost queries and RcvbufErrors of every run, in pair order: lost /
+    RcvbufErrors (victim runs: victim lost + flood lost / RcvbufErrors;
+    x for a run that failed)."""
+    out = ["Per run, pair by pair: lost queries / UDP RcvbufErrors (victim: "
+           "victim lost + flood lost / RcvbufErrors; x: the run failed)."]
+    for sid, label in SERVERS + (BENEFIT,):
+        parts = []
+        for name in VARIANTS:
+            cells = []
+            for run in sorted((r for r in runs if r["server"] == sid
+                               and r["variant"] == name),
+                              key=lambda r: r.get("pair", 0)):
+                fig = run.get("figures")
+                if not fig:
+                    cells.append("x")
+                elif sid == BENEFIT[0]:
+                    cells.append("%s+%s/%s" % (fig.get("victim_lost", "?"),
+                                               fig.get("flood_lost", "?"),
+                                               fig.get("rcvbuf", "?")))
+                else:
+                    cells.append("%s/%s" % (fig.get("lost", "?"),
+                                            fig.get("rcvbuf", "?")))
+            if cells:
+                parts.append("%s %s" % (name, " ".join(cells)))
+        if parts:
+            out.append("  %s: %s" % (label, "; ".join(parts)))
+    return out + [""]

@@ -238,7 +238,8 @@ class ReportTest(unittest.TestCase):
         self.assertIn("100 (90–110)", table)
         self.assertIn("125 (120–130)", table)
         self.assertIn("1.25×", table)
-        self.assertIn("n/a: n/a, no counters", table)
+        self.assertIn("n/a [1]", table)
+        self.assertIn("\n[1] n/a, no counters\n", table)
         # The server is named once, on its first row.
         self.assertEqual(sum(1 for ln in table.splitlines()
                              if ln.startswith("named -n 1 ")), 1)
@@ -254,7 +255,12 @@ class ReportTest(unittest.TestCase):
                   "libraries": {"base": "/b/libuv.so.1.0.0",
                                 "patched": "/p/libuv.so.1.0.0"},
                   "notes": ["kresd base pair 1: kresd exited"]}
+        report["runs"] = self.runs() + [{"server": "named1",
+                                         "variant": "patched", "pair": 3,
+                                         "error": "exited"}]
         text = dnsparse.render(report)
+        self.assertIn("  named -n 1: base 0/0 0/1 0/2; patched 0/0 0/0 0/0 "
+                      "x", text)
         self.assertIn("3 interleaved pair(s), 5 s a run", text)
         self.assertIn("patched libuv mapped: /p/libuv.so.1.0.0", text)
         self.assertIn("note: kresd base pair 1: kresd exited", text)
