@@ -272,8 +272,8 @@ def table(report):
             mark = "n/a [%d]" % (whys.index(row["why"]) + 1)
             lines.append((row["server_label"], what, mark, mark, ""))
         else:
-            lines.append((row["server_label"], what, bench.cell(row["base"]),
-                          bench.cell(row["patched"]), bench.ratio_text(
+            lines.append((row["server_label"], what, _cell(row["base"]),
+                          _cell(row["patched"]), bench.ratio_text(
                               bench.ratio(row["base"], row["patched"]))))
     widths = [max(len(r[k]) for r in [head] + lines) for k in range(4)]
     out = []
@@ -289,6 +289,15 @@ def table(report):
             out.append("-" * len(out[0]))
     out += ["[%d] %s" % (k + 1, why) for k, why in enumerate(whys)]
     return "\n".join(ln.rstrip() for ln in out) + "\n"
+
+
+def _cell(values):
+    """bench's cell, with counts kept whole (a median of 0 and 0 is 0)."""
+    if len(values) < 2 or not all(isinstance(v, int) for v in values):
+        return bench.cell(values)
+    med = bench.median(values)
+    return "%s (%d–%d)" % (bench.fmt(int(med) if med == int(med) else med),
+                           min(values), max(values))
 
 
 def render(report):

@@ -238,6 +238,9 @@ class ReportTest(unittest.TestCase):
         self.assertIn("100 (90–110)", table)
         self.assertIn("125 (120–130)", table)
         self.assertIn("1.25×", table)
+        # Counts stay whole: 0, 1 and 2 RcvbufErrors have a median of 1.
+        self.assertIn("1 (0–2)", table)
+        self.assertIn("0 (0–0)", table)
         self.assertIn("n/a [1]", table)
         self.assertIn("\n[1] n/a, no counters\n", table)
         # The server is named once, on its first row.
