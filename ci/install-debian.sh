@@ -40,3 +40,34 @@ apt-get -o DPkg::Lock::Timeout=600 update -q
 apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends \
   ca-certificates git cmake ninja-build gcc libc6-dev python3 ccache \
   pkg-config xz-utils iproute2 util-linux gcc-mingw-w64-x86-64 wine wine64 valgrind
+
+# DNS servers and their load generator for `bench --only dns`. The bench
+# runs them in network namespaces of its own, on the libuv it installs:
+# the system's named or kresd must not run. Without systemd, installing
+# bind9 would start named through invoke-rc.d (listening on port 53 of
+# the host): a policy-rc.d that refuses every start is put in place for
+# this install when the machine has none. On a machine with systemd, the
+# services that this install brings in are disabled and stopped; an
+# install that was there before is left as it was.
+dns_pkgs="bind9 knot-resolver dnsperf"
+fresh=""
+for pkg in bind9 knot-resolver; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || fresh="$fresh $pkg"
+done
+policy=/usr/sbin/policy-rc.d
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\n# install-debian.sh: no service starts\nexit 101\n' \
+    > "$policy"
+  chmod 755 "$policy"
+  trap 'rm -f "$policy"' EXIT
+fi
+# shellcheck disable=SC2086
+apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends \
+  $dns_pkgs
+if [ -d /run/systemd/system ]; then
+  case "$fresh" in *bind9*) systemctl disable --now named.service || true ;;
+  esac
+  case "$fresh" in *knot-resolver*)
+    systemctl disable --now 'kresd@*.service' kresd.target || true ;;
+  esac
+fi

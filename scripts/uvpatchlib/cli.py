@@ -50,6 +50,7 @@ def cmd_test(args, manifest):
     from .verify.consumers import test_consumers
     from .verify.testing import test
     from .report.bench import smoke
+    from .report.dnsbench import smoke as dns_smoke
     # Without --base: every base, the default first and in full.
     names = [args.base] if args.base else \
         [manifest.name] + [b["name"] for b in manifest.doc["bases"]
@@ -57,10 +58,11 @@ def cmd_test(args, manifest):
     manifests = [load(args.repo, base=name) for name in names]
     # The runner imports none of the suites built on it: they are put
     # together here. The bench's smoke check asserts no figure: it proves
-    # the benchmark runs and its report parses.
+    # the benchmark runs and its report parses; the DNS one that named and
+    # kresd answer on both libraries (one SKIP line without them).
     test(manifests, args.out_root, suite=args.suite, target=args.target,
          config=args.config, source=args.source, consumers=test_consumers,
-         extras=[smoke])
+         extras=[smoke, dns_smoke])
 
 
 def cmd_bases(args, manifest):
@@ -124,9 +126,18 @@ def cmd_bench(args, manifest):
     if len(reports) == 2:
         print(analyse.compare(reports[0], reports[1]), end="")
         return
+    from .report import dnsbench  # --only dns: named, kresd, dnsperf
+    only, dns = dnsbench.split_only(args.only)
+    if dns:
+        with Lock(args.out, "bench"):
+            print(dnsbench.run(manifest, args.out, quick=args.quick,
+                               pairs=args.pairs, report_path=args.report,
+                               source=args.source), end="")
+        if not only:
+            return
     with Lock(args.out, "bench"):
         json_path = bench.run(manifest, args.out, quick=args.quick,
-                              only=args.only, report_path=args.report,
+                              only=only, report_path=args.report,
                               source=args.source)
     print(json_path[:-5] + ".md")
     if reports:
@@ -139,8 +150,12 @@ def _add_bench_options(p):
                    help="a short run (about a minute): proves it works, "
                         "figures are rough")
     p.add_argument("--only", action="append", metavar="PART",
-                   help="timers|udp|errqueue|tool (repeat or separate by "
-                        "commas; default: all)")
+                   help="timers|udp|errqueue|tool|dns (repeat or "
+                        "separate by commas; default: all but dns, which "
+                        "runs named, kresd and dnsperf)")
+    p.add_argument("--pairs", type=int, metavar="N",
+                   help="dns: base/patched pairs of runs (default 8, "
+                        "--quick 1)")
     p.add_argument("--report", metavar="FILE",
                    help="where the Markdown report goes (default: "
                         "out/bench/report.md); report.json and the SVG "
