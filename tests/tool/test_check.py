@@ -41,6 +41,17 @@ BACKPORT_BODY = (
     "Upstream-Status: Backport\nLast-Update: 2026-12-02\n" % COMMIT)
 
 
+def applied_backport(world):
+    """One backport patch in ``world``'s series, applied and refreshed
+    into its canonical form and name."""
+    world.make_patch(1, "core-one", {"src/core.c": "int x;\n"},
+                     subject=LONG_SUBJECT + "\n\n" + BACKPORT_BODY)
+    world.deps["series"][0]["upstream_status"] = "Backport"
+    world.save_deps()
+    world.assertOk(world.tool("apply"))
+    world.assertOk(world.tool("refresh"))
+
+
 class LintTest(unittest.TestCase):
     def test_backport_keeps_upstream_message(self):
         self.assertGreater(len(LONG_SUBJECT), 50)
@@ -134,12 +145,7 @@ class CheckCommandTest(World):
     """check through the CLI, on a series holding a backport."""
 
     def test_check_passes_a_backport_and_fails_without_origin(self):
-        self.make_patch(1, "core-one", {"src/core.c": "int x;\n"},
-                        subject=LONG_SUBJECT + "\n\n" + BACKPORT_BODY)
-        self.deps["series"][0]["upstream_status"] = "Backport"
-        self.save_deps()
-        self.assertOk(self.tool("apply"))
-        self.assertOk(self.tool("refresh"))   # canonical form and name
+        applied_backport(self)
         res = self.tool("check")
         self.assertOk(res)
         name = self.base_now()["series"][0]["file"]

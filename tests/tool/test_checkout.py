@@ -10,18 +10,13 @@ import subprocess
 import sys
 
 from fixture import World, REPO, git, write
-from test_check import BACKPORT_BODY, LONG_SUBJECT
+from test_check import applied_backport
 
 
 class AutocrlfCloneTest(World):
     def setUp(self):
         super().setUp()
-        self.make_patch(1, "core-one", {"src/core.c": "int x;\n"},
-                        subject=LONG_SUBJECT + "\n\n" + BACKPORT_BODY)
-        self.deps["series"][0]["upstream_status"] = "Backport"
-        self.save_deps()
-        self.assertOk(self.tool("apply"))
-        self.assertOk(self.tool("refresh"))   # canonical form and name
+        applied_backport(self)
         # The repository as a project keeps it: the tool, deps.json,
         # patches/ and the real .gitattributes, committed.
         shutil.copytree(os.path.join(REPO, "scripts"),
