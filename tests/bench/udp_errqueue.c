@@ -101,48 +101,6 @@ static double cpu_seconds(void) {
 }
 
 
-static long udp_rcvbuf_errors(void) {
-  char line[1024];
-  char head[1024];
-  char* names;
-  char* vals;
-  char* sn;
-  char* sv;
-  char* n;
-  char* v;
-  FILE* f;
-  int have_head;
-
-  f = fopen("/proc/net/snmp", "r");
-  if (f == NULL)
-    return -1;
-  have_head = 0;
-  while (fgets(line, sizeof(line), f) != NULL) {
-    if (strncmp(line, "Udp: ", 5) != 0)
-      continue;
-    if (!have_head) {
-      strcpy(head, line);
-      have_head = 1;
-      continue;
-    }
-    names = head + 5;
-    vals = line + 5;
-    n = strtok_r(names, " \n", &sn);
-    v = strtok_r(vals, " \n", &sv);
-    while (n != NULL && v != NULL) {
-      if (strcmp(n, "RcvbufErrors") == 0) {
-        fclose(f);
-        return atol(v);
-      }
-      n = strtok_r(NULL, " \n", &sn);
-      v = strtok_r(NULL, " \n", &sv);
-    }
-  }
-  fclose(f);
-  return -1;
-}
-
-
 /* rx_recv's hook: a datagram's first bytes are its sequence number. */
 static void after_recv(rx_counts* counts,
                        int kind,
@@ -358,7 +316,7 @@ static int bench_flood(void) {
 
   if (pipe(pipefd) != 0)
     return -1;
-  rcvbuf0 = udp_rcvbuf_errors();
+  rcvbuf0 = snmp_counter("Udp:", "RcvbufErrors");
   fflush(stdout);
   pid = fork();
   if (pid < 0)
@@ -378,7 +336,7 @@ static int bench_flood(void) {
     fprintf(stderr, "flooder gave no result\n");
   close(pipefd[0]);
   waitpid(pid, &status, 0);
-  rcvbuf1 = udp_rcvbuf_errors();
+  rcvbuf1 = snmp_counter("Udp:", "RcvbufErrors");
   finish_loop();
   free(loop);
 

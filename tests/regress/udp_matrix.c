@@ -430,43 +430,19 @@ static void enter_netns(int lift) {
  * /proc/net/snmp (IPv4) or /proc/net/snmp6 (IPv6); -1 if unknown.
  */
 static long icmp_received(int family) {
-  char names[2048];
-  char values[2048];
-  char* ns;
-  char* vs;
-  char* n;
-  char* v;
+  char line[2048];
   FILE* f;
   long r;
 
-  r = -1;
-  if (family == AF_INET6) {
-    f = fopen("/proc/net/snmp6", "r");
-    if (f == NULL)
-      return -1;
-    while (fgets(names, sizeof(names), f) != NULL)
-      if (sscanf(names, "Icmp6InDestUnreachs %ld", &r) == 1)
-        break;
-    fclose(f);
-    return r;
-  }
-  f = fopen("/proc/net/snmp", "r");
+  if (family != AF_INET6)
+    return snmp_counter("Icmp:", "InDestUnreachs");
+  f = fopen("/proc/net/snmp6", "r");
   if (f == NULL)
     return -1;
-  while (fgets(names, sizeof(names), f) != NULL &&
-         fgets(values, sizeof(values), f) != NULL) {
-    n = strtok_r(names, " \n", &ns);
-    v = strtok_r(values, " \n", &vs);
-    if (n == NULL || v == NULL || strcmp(n, "Icmp:") != 0)
-      continue;
-    while ((n = strtok_r(NULL, " \n", &ns)) != NULL &&
-           (v = strtok_r(NULL, " \n", &vs)) != NULL)
-      if (strcmp(n, "InDestUnreachs") == 0) {
-        r = atol(v);
-        break;
-      }
-    break;
-  }
+  r = -1;
+  while (fgets(line, sizeof(line), f) != NULL)
+    if (sscanf(line, "Icmp6InDestUnreachs %ld", &r) == 1)
+      break;
   fclose(f);
   return r;
 }
