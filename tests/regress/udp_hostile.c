@@ -38,6 +38,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "handles.h"
 #include "loopback.h"
 
 /* The receive budget: datagrams (or reports) handed over per event. */
@@ -242,14 +243,10 @@ static void flood_child(void* arg) {
 
 static void hc_close_all(void) {
   hc.closed = 1;
-  if (!uv_is_closing((uv_handle_t*) &hc.udp))
-    uv_close((uv_handle_t*) &hc.udp, NULL);
-  if (!uv_is_closing((uv_handle_t*) &hc.tick))
-    uv_close((uv_handle_t*) &hc.tick, NULL);
-  if (!uv_is_closing((uv_handle_t*) &hc.end))
-    uv_close((uv_handle_t*) &hc.end, NULL);
-  if (!uv_is_closing((uv_handle_t*) &hc.check))
-    uv_close((uv_handle_t*) &hc.check, NULL);
+  close_once(&hc.udp, NULL);
+  close_once(&hc.tick, NULL);
+  close_once(&hc.end, NULL);
+  close_once(&hc.check, NULL);
 }
 
 
@@ -703,10 +700,8 @@ static void tc_alloc(uv_handle_t* handle, size_t suggested, uv_buf_t* buf) {
 
 
 static void tc_close(void) {
-  if (!uv_is_closing((uv_handle_t*) &tc.udp))
-    uv_close((uv_handle_t*) &tc.udp, NULL);
-  if (!uv_is_closing((uv_handle_t*) &tc.safety))
-    uv_close((uv_handle_t*) &tc.safety, NULL);
+  close_once(&tc.udp, NULL);
+  close_once(&tc.safety, NULL);
 }
 
 
@@ -948,10 +943,8 @@ static void cc_finish(void) {
     cc.closed = 1;
     uv_close((uv_handle_t*) &cc.udp, cc_close_cb);
   }
-  if (!uv_is_closing((uv_handle_t*) &cc.safety))
-    uv_close((uv_handle_t*) &cc.safety, NULL);
-  if (!uv_is_closing((uv_handle_t*) &cc.check))
-    uv_close((uv_handle_t*) &cc.check, NULL);
+  close_once(&cc.safety, NULL);
+  close_once(&cc.check, NULL);
 }
 
 

@@ -144,7 +144,6 @@ static int run_cell(const cell_t* c);
 #ifdef __linux__
 
 #include <arpa/inet.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -157,7 +156,10 @@ static int run_cell(const cell_t* c);
 #include <unistd.h>
 
 #include "dgram.h"
+#include "libc_recv.h"
+#include "handles.h"
 #include "loopback.h"
+#include "sends.h"
 
 /* The receive budget of the patches: callbacks per readable event. */
 #define BUDGET 32
@@ -245,16 +247,12 @@ static int errqueue_read_fails(int flags) {
 }
 
 ssize_t recvmsg(int fd, struct msghdr* msg, int flags) {
-  static ssize_t (*next)(int, struct msghdr*, int);
   ssize_t r;
   int err;
 
-  if (next == NULL)
-    next = (ssize_t (*)(int, struct msghdr*, int)) dlsym(RTLD_NEXT,
-                                                         "recvmsg");
   if (errqueue_read_fails(flags))
     return -1;
-  r = next(fd, msg, flags);
+  r = libc_recvmsg(fd, msg, flags);
   err = errno;
   note_read(flags, (long) r, err);
   errno = err;
@@ -266,17 +264,12 @@ int recvmmsg(int fd,
              unsigned int n,
              int flags,
              struct timespec* timeout) {
-  static int (*next)(int, struct mmsghdr*, unsigned int, int,
-                     struct timespec*);
   int err;
   int r;
 
-  if (next == NULL)
-    next = (int (*)(int, struct mmsghdr*, unsigned int, int,
-                    struct timespec*)) dlsym(RTLD_NEXT, "recvmmsg");
   if (errqueue_read_fails(flags))
     return -1;
-  r = next(fd, msgs, n, flags, timeout);
+  r = libc_recvmmsg(fd, msgs, n, flags, timeout);
   err = errno;
   note_read(flags, r, err);
   if (r > 0) {
@@ -356,11 +349,7 @@ typedef struct {
   long allocs_after_close;
   long batch_rest;             /* Chunks of the interrupted batch. */
   /* Send-only. */
-  long send_cbs;
-  long send_ok;
-  long send_refused;
-  long send_other;
-  int send_other_status;
+  send_tally sends;
   /* The flood. */
   flood_t* flood;
   pid_t flood_pid;
@@ -447,60 +436,12 @@ static long icmp_received(int family) {
   return r;
 }
 
-static socklen_t addr_len(const struct sockaddr_storage* ss) {
-  return ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
-                                   : sizeof(struct sockaddr_in);
-}
-
-static void loopback_addr(int family, struct sockaddr_storage* ss) {
-  memset(ss, 0, sizeof(*ss));
-  if (family == AF_INET6) {
-    ((struct sockaddr_in6*) ss)->sin6_family = AF_INET6;
-    ((struct sockaddr_in6*) ss)->sin6_addr = in6addr_loopback;
-  } else {
-    ((struct sockaddr_in*) ss)->sin_family = AF_INET;
-    ((struct sockaddr_in*) ss)->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  }
-}
-
-/* Nonzero when ::1 cannot be bound here. */
-static int no_ipv6(void) {
-  struct sockaddr_storage ss;
-  int fd;
-  int r;
-
-  fd = socket(AF_INET6, SOCK_DGRAM, 0);
-  if (fd < 0)
-    return 1;
-  loopback_addr(AF_INET6, &ss);
-  r = bind(fd, (struct sockaddr*) &ss, addr_len(&ss));
-  close(fd);
-  return r != 0;
-}
-
 static int udp_fd(void) {
   uv_os_fd_t fd;
 
   if (uv_fileno((uv_handle_t*) &mc.udp, &fd) != 0)
     return -1;
   return fd;
-}
-
-/* Sends one datagram from fd to dst, so that one ICMP error comes back.
- * A socket error still pending (from the previous one) fails a send
- * without sending anything: then send again.
- */
-static int send_for_report(int fd, const struct sockaddr_storage* dst) {
-  int tries;
-
-  for (tries = 0; tries < 10; tries++) {
-    if (sendto(fd, "errq", 4, 0, (const struct sockaddr*) dst,
-               addr_len(dst)) == 4)
-      return 0;
-    if (errno != ECONNREFUSED && errno != EINTR)
-      return -1;
-  }
-  return -1;
 }
 
 /* The peer: sends n numbered datagrams from port P to the handle, closes
@@ -588,41 +529,23 @@ static void close_all(void) {
     mc.closed = 1;
     uv_close((uv_handle_t*) &mc.udp, on_udp_close);
   }
-  if (!uv_is_closing((uv_handle_t*) &mc.end))
-    uv_close((uv_handle_t*) &mc.end, NULL);
-  if (!uv_is_closing((uv_handle_t*) &mc.go))
-    uv_close((uv_handle_t*) &mc.go, NULL);
-  if (!uv_is_closing((uv_handle_t*) &mc.resume))
-    uv_close((uv_handle_t*) &mc.resume, NULL);
-  if (!uv_is_closing((uv_handle_t*) &mc.check))
-    uv_close((uv_handle_t*) &mc.check, NULL);
+  close_once(&mc.end, NULL);
+  close_once(&mc.go, NULL);
+  close_once(&mc.resume, NULL);
+  close_once(&mc.check, NULL);
 }
 
 /* Takes off and counts what is still queued on the socket: reports on the
  * error queue, datagrams on the receive queue.
  */
 static void count_left(void) {
-  struct msghdr h;
-  struct iovec iov;
   char payload[64];
-  char control[256];
   int fd;
   int n;
 
   if (mc.closed || (fd = udp_fd()) < 0)
     return;
-  for (n = 0; n < 1000000; n++) {
-    memset(&h, 0, sizeof(h));
-    iov.iov_base = payload;
-    iov.iov_len = sizeof(payload);
-    h.msg_iov = &iov;
-    h.msg_iovlen = 1;
-    h.msg_control = control;
-    h.msg_controllen = sizeof(control);
-    if (recvmsg(fd, &h, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
-      break;
-    mc.left_reports++;
-  }
+  mc.left_reports += take_errqueue(fd, 1000000);
   /* A pending socket error fails one read without taking a datagram. */
   for (n = 0; n < 1000000; n++)
     if (recv(fd, payload, sizeof(payload), MSG_DONTWAIT) >= 0)
@@ -787,20 +710,6 @@ static void on_go(uv_timer_t* timer) {
     loop_error("the peer's sends: %s", strerror(errno));
   if (mc.cell->kind == KIND_ENOMEM)
     inject_errno = ENOMEM;
-}
-
-static void on_send(uv_udp_send_t* req, int status) {
-  mc.send_cbs++;
-  if (status == 0) {
-    mc.send_ok++;
-  } else if (status == UV_ECONNREFUSED) {
-    /* The socket error of an earlier ICMP error, taken by this send. */
-    mc.send_refused++;
-  } else {
-    mc.send_other++;
-    mc.send_other_status = status;
-  }
-  free(req);
 }
 
 /* The flooding child: sends to the closed port from the handle's socket
@@ -1036,8 +945,8 @@ static void print_figures(const cell_t* c) {
     case KIND_SEND_ONLY:
       printf(", \"sends\": %d, \"send_callbacks\": %ld, \"send_ok\": %ld, "
              "\"send_refused\": %ld, \"send_other\": %ld",
-             SEND_ONLY_SENDS, mc.send_cbs, mc.send_ok, mc.send_refused,
-             mc.send_other);
+             SEND_ONLY_SENDS, mc.sends.cbs, mc.sends.ok, mc.sends.refused,
+             mc.sends.other);
       break;
     case KIND_STOP:
       printf(", \"calls_while_stopped\": %ld, \"batch_rest\": %ld",
@@ -1237,7 +1146,7 @@ static int receive_case(const cell_t* c) {
 
 /* 2000 sends to a closed port from a handle that never receives. */
 static int send_only_case(const cell_t* c) {
-  uv_udp_send_t* req;
+  const char* why;
   uv_buf_t buf;
   int sndbuf;
   int r;
@@ -1249,29 +1158,21 @@ static int send_only_case(const cell_t* c) {
   CHECK_UV(uv_send_buffer_size((uv_handle_t*) &mc.udp, &sndbuf));
   mc.icmp_before = icmp_received(mc.family);
   buf = uv_buf_init("send-only", 9);
-  for (i = 0; i < SEND_ONLY_SENDS; i++) {
-    req = malloc(sizeof(*req));
-    CHECK(req != NULL);
-    r = uv_udp_send(req,
-                    &mc.udp,
-                    &buf,
-                    1,
-                    c->connected ? NULL
-                                 : (const struct sockaddr*) &mc.peer_addr,
-                    on_send);
-    if (r != 0) {
-      free(req);
-      FAIL("uv_udp_send #%d: %s", i, uv_strerror(r));
-    }
-  }
+  r = send_n(&mc.udp,
+             &mc.sends,
+             &buf,
+             SEND_ONLY_SENDS,
+             c->connected ? NULL : (const struct sockaddr*) &mc.peer_addr,
+             &i);
+  if (r != 0)
+    FAIL("uv_udp_send #%d: %s", i, uv_strerror(r));
   r = run_for(RUN_MS);
   print_figures(c);
 
-  if (mc.send_cbs != SEND_ONLY_SENDS)
-    fault("%ld of %d send callbacks ran", mc.send_cbs, SEND_ONLY_SENDS);
-  if (mc.send_other != 0)
-    fault("%ld sends failed with %s", mc.send_other,
-          uv_err_name(mc.send_other_status));
+  if ((why = sends_missing(&mc.sends, SEND_ONLY_SENDS)) != NULL)
+    fault("%s", why);
+  if ((why = sends_failed(&mc.sends)) != NULL)
+    fault("%s", why);
   if (mc.alloc_calls + mc.reports + mc.plain_errors + mc.datagrams +
       mc.empty_reads != 0)
     fault("%ld alloc_cb and %ld recv_cb calls on a handle that never "
