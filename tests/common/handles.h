@@ -16,4 +16,28 @@ static void close_once(void* handle, uv_close_cb cb) {
     uv_close((uv_handle_t*) handle, cb);
 }
 
+
+
+/* The close of a UDP handle that a case judges: closed is set when
+ * uv_close() is called (recv_cb must see nothing after it), close_cbs
+ * counts the close callback (it must run once).
+ */
+typedef struct {
+  int closed;
+  int close_cbs;
+} close_watch;
+
+
+static void count_close(uv_handle_t* handle) {
+  ((close_watch*) handle->data)->close_cbs++;
+}
+
+
+/* Closes handle, noting it in w; handle's data is w from now on. */
+static void close_watched(uv_handle_t* handle, close_watch* w) {
+  w->closed = 1;
+  handle->data = w;
+  uv_close(handle, count_close);
+}
+
 #endif  /* UVPATCH_HANDLES_H_ */

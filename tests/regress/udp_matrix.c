@@ -157,6 +157,7 @@ static int run_cell(const cell_t* c);
 
 #include "dgram.h"
 #include "libc_recv.h"
+#include "child.h"
 #include "handles.h"
 #include "loopback.h"
 #include "sends.h"
@@ -340,8 +341,7 @@ typedef struct {
   int acted;
   int first_was_report;
   int stopped;
-  int closed;
-  int close_cbs;
+  close_watch watch;
   long calls_while_stopped;
   long chunks_after_close;
   long frees_after_close;
@@ -474,10 +474,8 @@ static int peer_act(int n, int errors) {
 static void loop_error(const char* fmt, ...) {
   va_list ap;
 
-  if (mc.loop_err[0] != '\0')
-    return;
   va_start(ap, fmt);
-  vsnprintf(mc.loop_err, sizeof(mc.loop_err), fmt, ap);
+  harness_note_first(mc.loop_err, sizeof(mc.loop_err), fmt, ap);
   va_end(ap);
 }
 
@@ -498,7 +496,7 @@ static void on_alloc(uv_handle_t* handle, size_t suggested, uv_buf_t* buf) {
 
   (void) suggested;
   mc.alloc_calls++;
-  if (mc.closed)
+  if (mc.watch.closed)
     mc.allocs_after_close++;
   if (mc.stopped)
     mc.calls_while_stopped++;
@@ -519,16 +517,9 @@ static void on_alloc(uv_handle_t* handle, size_t suggested, uv_buf_t* buf) {
     mc.slab = buf->base;
 }
 
-static void on_udp_close(uv_handle_t* handle) {
-  (void) handle;
-  mc.close_cbs++;
-}
-
 static void close_all(void) {
-  if (!uv_is_closing((uv_handle_t*) &mc.udp)) {
-    mc.closed = 1;
-    uv_close((uv_handle_t*) &mc.udp, on_udp_close);
-  }
+  if (!uv_is_closing((uv_handle_t*) &mc.udp))
+    close_watched((uv_handle_t*) &mc.udp, &mc.watch);
   close_once(&mc.end, NULL);
   close_once(&mc.go, NULL);
   close_once(&mc.resume, NULL);
@@ -543,7 +534,7 @@ static void count_left(void) {
   int fd;
   int n;
 
-  if (mc.closed || (fd = udp_fd()) < 0)
+  if (mc.watch.closed || (fd = udp_fd()) < 0)
     return;
   mc.left_reports += take_errqueue(fd, 1000000);
   /* A pending socket error fails one read without taking a datagram. */
@@ -622,10 +613,9 @@ static void act(uv_udp_t* handle, int report) {
       mc.batch_rest = batch_size - batch_seen;
     uv_timer_start(&mc.resume, on_resume, RESUME_MS, 0);
   } else {
-    mc.closed = 1;
     if (uv_udp_using_recvmmsg(handle) && batch_seen > 0)
       mc.batch_rest = batch_size - batch_seen;
-    uv_close((uv_handle_t*) handle, on_udp_close);
+    close_watched((uv_handle_t*) handle, &mc.watch);
   }
 }
 
@@ -639,7 +629,7 @@ static void on_recv(uv_udp_t* handle,
   int report;
 
   (void) addr;
-  was_closed = mc.closed;
+  was_closed = mc.watch.closed;
   if (mc.stopped)
     mc.calls_while_stopped++;
 
@@ -760,26 +750,12 @@ static void flooder(flood_t* f) {
   close(data_fd);
 }
 
-/* Waits up to wait_ms for the child to end by itself, then kills it.
- * Returns 1 if it ended by itself with status 0.
+/* The child's whole life (spawn() runs it): the flood, then the word
+ * that it ended.
  */
-static int reap(pid_t pid, unsigned wait_ms) {
-  uint64_t deadline;
-  pid_t r;
-  int status;
-
-  deadline = now_ms() + wait_ms;
-  for (;;) {
-    r = waitpid(pid, &status, WNOHANG);
-    if (r == pid)
-      return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    if (r < 0 || now_ms() >= deadline)
-      break;
-    usleep(10000);
-  }
-  kill(pid, SIGKILL);
-  waitpid(pid, &status, 0);
-  return 0;
+static void flood_child(void* arg) {
+  flooder(arg);
+  ((flood_t*) arg)->done = 1;
 }
 
 /* The loop, the handle (bound or opened, connected to the peer or not),
@@ -1110,8 +1086,8 @@ static int receive_case(const cell_t* c) {
       else if (!mc.first_was_report)
         fault("the first callback was a plain %s, not the report",
               err_name(mc.first_plain_error));
-      if (mc.close_cbs != 1)
-        fault("close_cb ran %d times", mc.close_cbs);
+      if (mc.watch.close_cbs != 1)
+        fault("close_cb ran %d times", mc.watch.close_cbs);
       if (mc.allocs_after_close + mc.others_after_close != 0)
         fault("%ld alloc_cb and %ld other recv_cb calls after uv_close()",
               mc.allocs_after_close, mc.others_after_close);
@@ -1222,17 +1198,8 @@ static int flood_case(const cell_t* c) {
   CHECK_UV(uv_udp_recv_start(&mc.udp, on_alloc, on_recv));
 
   mc.icmp_before = icmp_received(mc.family);
-  fflush(stdout);
-  fflush(stderr);
-  mc.flood_pid = fork();
+  mc.flood_pid = spawn(flood_child, f, FLOOD_MS / 1000 + 10);
   CHECK(mc.flood_pid >= 0);
-  if (mc.flood_pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    alarm(FLOOD_MS / 1000 + 10);
-    flooder(f);
-    f->done = 1;
-    _exit(0);
-  }
   r = run_for(FLOOD_MS + TAIL_MS);
   child_ok = reap(mc.flood_pid, 5000);
   mc.datagrams_sent = f->data_sent;
