@@ -45,8 +45,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "libc_recv.h"
 #include "handles.h"
+#include "libc_recv.h"
 #include "loopback.h"
 #include "sends.h"
 

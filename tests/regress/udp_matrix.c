@@ -155,10 +155,10 @@ static int run_cell(const cell_t* c);
 #include <time.h>
 #include <unistd.h>
 
-#include "dgram.h"
-#include "libc_recv.h"
 #include "child.h"
+#include "dgram.h"
 #include "handles.h"
+#include "libc_recv.h"
 #include "loopback.h"
 #include "sends.h"
 
