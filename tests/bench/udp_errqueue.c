@@ -60,6 +60,7 @@
 
 #include "loopback.h"
 #include "netns.h"
+#include "rx.h"
 #include "stats.h"
 
 #define IDLE_MS 5000
@@ -82,10 +83,7 @@ static uv_timer_t stop_timer;
 static uv_timer_t tick_timer;
 static uv_check_t check;
 
-static long iterations;
-static long reports;
-static long plain_errors;
-static long datagrams;
+static rx_counts rx;
 static long duplicates;
 static unsigned char* seen;
 
@@ -103,89 +101,28 @@ static double cpu_seconds(void) {
 }
 
 
-static long udp_rcvbuf_errors(void) {
-  char line[1024];
-  char head[1024];
-  char* names;
-  char* vals;
-  char* sn;
-  char* sv;
-  char* n;
-  char* v;
-  FILE* f;
-  int have_head;
-
-  f = fopen("/proc/net/snmp", "r");
-  if (f == NULL)
-    return -1;
-  have_head = 0;
-  while (fgets(line, sizeof(line), f) != NULL) {
-    if (strncmp(line, "Udp: ", 5) != 0)
-      continue;
-    if (!have_head) {
-      strcpy(head, line);
-      have_head = 1;
-      continue;
-    }
-    names = head + 5;
-    vals = line + 5;
-    n = strtok_r(names, " \n", &sn);
-    v = strtok_r(vals, " \n", &sv);
-    while (n != NULL && v != NULL) {
-      if (strcmp(n, "RcvbufErrors") == 0) {
-        fclose(f);
-        return atol(v);
-      }
-      n = strtok_r(NULL, " \n", &sn);
-      v = strtok_r(NULL, " \n", &sv);
-    }
-  }
-  fclose(f);
-  return -1;
-}
-
-
-static void on_alloc(uv_handle_t* h, size_t size, uv_buf_t* buf) {
-  static char slab[65536];
-  (void) h;
-  (void) size;
-  *buf = uv_buf_init(slab, sizeof(slab));
-}
-
-
-static void on_recv(uv_udp_t* h,
-                    ssize_t nread,
-                    const uv_buf_t* buf,
-                    const struct sockaddr* addr,
-                    unsigned flags) {
+/* rx_recv's hook: a datagram's first bytes are its sequence number. */
+static void after_recv(rx_counts* counts,
+                       int kind,
+                       const uv_buf_t* buf,
+                       ssize_t n) {
   unsigned seq;
-  (void) h;
-  (void) addr;
 
-  /* A report is told by its flag: upstream's v1.52.0 hands reports over
-   * with a positive nread.
-   */
-  if (flags & UV_UDP_LINUX_RECVERR) {
-    reports++;
-  } else if (nread > 0) {
-    datagrams++;
-    if (seen != NULL && nread >= (ssize_t) sizeof(seq)) {
-      memcpy(&seq, buf->base, sizeof(seq));
-      if (seq < MAX_DATA) {
-        if (seen[seq])
-          duplicates++;
-        seen[seq] = 1;
-      }
-    }
-  } else if (nread < 0) {
-    plain_errors++;
+  (void) counts;
+  if (kind != RX_DATAGRAM || n < (ssize_t) sizeof(seq) || seen == NULL)
+    return;
+  memcpy(&seq, buf->base, sizeof(seq));
+  if (seq < MAX_DATA) {
+    if (seen[seq])
+      duplicates++;
+    seen[seq] = 1;
   }
 }
 
 
 static void on_check(uv_check_t* c) {
   (void) c;
-  iterations++;
+  rx_iteration(&rx);
 }
 
 
@@ -227,10 +164,7 @@ static void finish_loop(void) {
 
 
 static void reset(void) {
-  iterations = 0;
-  reports = 0;
-  plain_errors = 0;
-  datagrams = 0;
+  rx_reset(&rx);
   duplicates = 0;
   nticks = 0;
   last_tick = 0;
@@ -238,16 +172,21 @@ static void reset(void) {
 
 
 static int setup_receiver(void) {
+  static char slab[65536];
   struct sockaddr_in addr;
 
   loop = malloc(sizeof(*loop));
   if (loop == NULL || uv_loop_init(loop) != 0)
     return -1;
   uv_ip4_addr("127.0.0.1", 0, &addr);
-  if (uv_udp_init(loop, &udp) != 0 ||
-      uv_udp_bind(&udp, (const struct sockaddr*) &addr,
+  rx.slab = uv_buf_init(slab, sizeof(slab));
+  rx.after = after_recv;
+  if (uv_udp_init(loop, &udp) != 0)
+    return -1;
+  udp.data = &rx;
+  if (uv_udp_bind(&udp, (const struct sockaddr*) &addr,
                   UV_UDP_LINUX_RECVERR) != 0 ||
-      uv_udp_recv_start(&udp, on_alloc, on_recv) != 0)
+      uv_udp_recv_start(&udp, rx_alloc, rx_recv) != 0)
     return -1;
   uv_check_init(loop, &check);
   uv_check_start(&check, on_check);
@@ -283,8 +222,8 @@ static int bench_idle(void) {
   printf("{\"bench\":\"idle_one_report\",\"label\":\"%s\",\"netns\":%d,"
          "\"wall_s\":%.3f,\"iterations\":%ld,\"cpu_s\":%.3f,"
          "\"reports\":%ld,\"plain_errors\":%ld}\n",
-         label, netns, (t1 - t0) / 1e9, iterations, cpu1 - cpu0, reports,
-         plain_errors);
+         label, netns, (t1 - t0) / 1e9, rx.iterations, cpu1 - cpu0,
+         rx.reports, rx.errors);
   fflush(stdout);
   return 0;
 }
@@ -377,7 +316,7 @@ static int bench_flood(void) {
 
   if (pipe(pipefd) != 0)
     return -1;
-  rcvbuf0 = udp_rcvbuf_errors();
+  rcvbuf0 = snmp_counter("Udp:", "RcvbufErrors");
   fflush(stdout);
   pid = fork();
   if (pid < 0)
@@ -397,7 +336,7 @@ static int bench_flood(void) {
     fprintf(stderr, "flooder gave no result\n");
   close(pipefd[0]);
   waitpid(pid, &status, 0);
-  rcvbuf1 = udp_rcvbuf_errors();
+  rcvbuf1 = snmp_counter("Udp:", "RcvbufErrors");
   finish_loop();
   free(loop);
 
@@ -405,7 +344,7 @@ static int bench_flood(void) {
   p50 = nticks ? lateness_us[nticks / 2] : -1;
   p99 = nticks ? lateness_us[(nticks * 99) / 100] : -1;
   max = nticks ? lateness_us[nticks - 1] : -1;
-  lost = results[2] - datagrams;
+  lost = results[2] - (long) rx.received;
 
   printf("{\"bench\":\"flood\",\"label\":\"%s\",\"netns\":%d,"
          "\"flood_ms\":%d,\"triggers_per_ms\":%ld,\"work_us\":%ld,"
@@ -417,10 +356,9 @@ static int bench_flood(void) {
          "\"timer_late_p50_us\":%.1f,\"timer_late_p99_us\":%.1f,"
          "\"timer_late_max_us\":%.1f}\n",
          label, netns, FLOOD_MS, rate, work_us, results[0], results[1],
-         reports,
-         plain_errors, results[2], datagrams, lost, duplicates,
-         rcvbuf0 >= 0 && rcvbuf1 >= 0 ? rcvbuf1 - rcvbuf0 : -1,
-         iterations, cpu1 - cpu0, nticks, p50, p99, max);
+         rx.reports, rx.errors, results[2], (long) rx.received, lost,
+         duplicates, rcvbuf0 >= 0 && rcvbuf1 >= 0 ? rcvbuf1 - rcvbuf0 : -1,
+         rx.iterations, cpu1 - cpu0, nticks, p50, p99, max);
   fflush(stdout);
   free(seen);
   seen = NULL;

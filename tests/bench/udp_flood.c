@@ -46,6 +46,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "rx.h"
 #include "stats.h"
 
 #ifndef _WIN32
@@ -67,6 +68,10 @@
 #ifndef _WIN32
 
 typedef struct {
+  /* First: the handle's data is the bench, and rx_alloc and rx_recv take
+   * it for its counts.
+   */
+  rx_counts rx;
   /* Settings. */
   int mmsg;
   int chunks;
@@ -79,11 +84,6 @@ typedef struct {
   uv_timer_t tick;
   uv_timer_t stop;
   uv_check_t check;
-  char* slab;
-  size_t slab_len;
-  unsigned long received;
-  int this_iter;
-  int max_iter;
   uint64_t start_ns;
   uint64_t end_ns;
   uint64_t last_tick_ns;
@@ -98,54 +98,39 @@ typedef struct {
   /* Drain scenario. */
   int drain;
   int reps;
-  int iterations;
   int seq[MAX_SEQ];
   int nseq;
   int log_seq;
 } bench;
 
 
-static void on_alloc(uv_handle_t* handle, size_t suggested, uv_buf_t* buf) {
-  bench* b;
-
-  (void) suggested;
-  b = handle->data;
-  *buf = uv_buf_init(b->slab, (unsigned int) b->slab_len);
-}
-
-
-static void on_recv(uv_udp_t* handle,
-                    ssize_t nread,
-                    const uv_buf_t* buf,
-                    const struct sockaddr* addr,
-                    unsigned flags) {
+/* rx_recv's hook: only the drain scenario has a reason to stop early. */
+static void after_recv(rx_counts* rx,
+                       int kind,
+                       const uv_buf_t* buf,
+                       ssize_t n) {
   bench* b;
 
   (void) buf;
-  b = handle->data;
-  if (flags & UV_UDP_MMSG_FREE)
+  (void) n;
+  b = (bench*) rx;
+  if (b->drain == 0)
     return;
-  if (nread == 0 && addr == NULL && b->drain != 0)
+  if (kind == RX_DRAINED)
     uv_stop(&b->loop);  /* EAGAIN: the backlog is drained. */
-  if (nread <= 0 || addr == NULL)
-    return;
-  b->received++;
-  b->this_iter++;
-  if (b->drain != 0 && b->received == (unsigned long) b->drain)
+  else if (kind == RX_DATAGRAM && rx->received == (unsigned long) b->drain)
     uv_stop(&b->loop);  /* All there (the budget may end on the last). */
 }
 
 
 static void on_check(uv_check_t* handle) {
   bench* b;
+  int n;
 
   b = handle->data;
-  b->iterations++;
-  if (b->log_seq && b->this_iter > 0 && b->nseq < MAX_SEQ)
-    b->seq[b->nseq++] = b->this_iter;
-  if (b->this_iter > b->max_iter)
-    b->max_iter = b->this_iter;
-  b->this_iter = 0;
+  n = rx_iteration(&b->rx);
+  if (b->log_seq && n > 0 && b->nseq < MAX_SEQ)
+    b->seq[b->nseq++] = n;
 }
 
 
@@ -357,10 +342,10 @@ static int run_one(bench* b) {
   int value;
   int err;
 
-  b->slab_len = b->mmsg ? (size_t) b->chunks * DGRAM_MAX : DGRAM_MAX;
-  b->slab = malloc(b->slab_len);
+  b->rx.slab.len = b->mmsg ? (size_t) b->chunks * DGRAM_MAX : DGRAM_MAX;
+  b->rx.slab.base = malloc(b->rx.slab.len);
   b->lags = malloc(sizeof(*b->lags) * MAX_TICKS);
-  if (b->slab == NULL || b->lags == NULL)
+  if (b->rx.slab.base == NULL || b->lags == NULL)
     return UV_ENOMEM;
 
   err = open_receiver(b, "udp_flood");
@@ -378,7 +363,7 @@ static int run_one(bench* b) {
   uv_check_start(&b->check, on_check);
   uv_timer_start(&b->tick, on_tick, TICK_MS, TICK_MS);
   uv_timer_start(&b->stop, on_stop, b->ms, 0);
-  err = uv_udp_recv_start(&b->udp, on_alloc, on_recv);
+  err = uv_udp_recv_start(&b->udp, rx_alloc, rx_recv);
   if (err)
     return err;
 
@@ -412,17 +397,17 @@ static int run_one(bench* b) {
          b->size,
          b->ms,
          b->sent,
-         b->received,
-         b->received / secs,
+         b->rx.received,
+         b->rx.received / secs,
          b->ticks,
          1e-3 * quantile_u64(b->lags, (size_t) b->nlags, 0.50),
          1e-3 * quantile_u64(b->lags, (size_t) b->nlags, 0.99),
          1e-3 * quantile_u64(b->lags, (size_t) b->nlags, 1.0),
-         b->max_iter,
+         b->rx.max_iter,
          cpu_secs < 0 ? -1 : cpu_secs * 1000,
-         cpu_secs < 0 ? -1 : b->received / cpu_secs);
+         cpu_secs < 0 ? -1 : b->rx.received / cpu_secs);
   fflush(stdout);
-  free(b->slab);
+  free(b->rx.slab.base);
   free(b->lags);
   return 0;
 }
@@ -461,12 +446,12 @@ static int run_drain(bench* b) {
   int rep;
   int i;
 
-  b->slab_len = b->mmsg ? (size_t) b->chunks * DGRAM_MAX : DGRAM_MAX;
-  b->slab = malloc(b->slab_len);
+  b->rx.slab.len = b->mmsg ? (size_t) b->chunks * DGRAM_MAX : DGRAM_MAX;
+  b->rx.slab.base = malloc(b->rx.slab.len);
   rates = malloc(sizeof(*rates) * b->reps);
   cpu_rates = malloc(sizeof(*cpu_rates) * b->reps);
   per_event = malloc(sizeof(*per_event) * b->reps);
-  if (b->slab == NULL || rates == NULL || cpu_rates == NULL ||
+  if (b->rx.slab.base == NULL || rates == NULL || cpu_rates == NULL ||
       per_event == NULL)
     return UV_ENOMEM;
 
@@ -505,10 +490,10 @@ static int run_drain(bench* b) {
       if (send(sock, payload, b->size, 0) != b->size)
         return UV_EIO;
 
-    b->received = 0;
-    b->iterations = 0;
+    b->rx.received = 0;
+    b->rx.iterations = 0;
     b->log_seq = rep == 0;
-    err = uv_udp_recv_start(&b->udp, on_alloc, on_recv);
+    err = uv_udp_recv_start(&b->udp, rx_alloc, rx_recv);
     if (err)
       return err;
     /* In case some were dropped after all. */
@@ -521,11 +506,13 @@ static int run_drain(bench* b) {
     uv_timer_stop(&b->stop);
     uv_udp_recv_stop(&b->udp);
 
-    dropped += b->drain - b->received;
-    rates[rep] = b->received / ((t1 - t0) / 1e9);
-    cpu_rates[rep] = cpu1 > cpu0 ? b->received / ((cpu1 - cpu0) / 1e9) : -1;
-    per_event[rep] = b->iterations > 0 ? (double) b->received / b->iterations
-                                       : 0;
+    dropped += b->drain - b->rx.received;
+    rates[rep] = b->rx.received / ((t1 - t0) / 1e9);
+    cpu_rates[rep] = cpu1 > cpu0 ? b->rx.received / ((cpu1 - cpu0) / 1e9)
+                                 : -1;
+    per_event[rep] = b->rx.iterations > 0
+                         ? (double) b->rx.received / b->rx.iterations
+                         : 0;
   }
   close(sock);
 
@@ -556,12 +543,12 @@ static int run_drain(bench* b) {
          rates[b->reps - 1],
          cpu_rates[b->reps - 1],
          per_event[b->reps / 2],
-         b->max_iter);
+         b->rx.max_iter);
   for (i = 0; i < b->nseq; i++)
     printf(i == 0 ? "%d" : ",%d", b->seq[i]);
   printf("]}\n");
   fflush(stdout);
-  free(b->slab);
+  free(b->rx.slab.base);
   free(rates);
   free(cpu_rates);
   free(per_event);
@@ -632,6 +619,7 @@ int main(int argc, char** argv) {
     b.label = label;
     b.drain = drain;
     b.reps = reps;
+    b.rx.after = after_recv;
     err = drain != 0 ? run_drain(&b) : run_one(&b);
     if (err) {
       fprintf(stderr, "udp_flood: %s\n", uv_strerror(err));

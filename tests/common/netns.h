@@ -2,7 +2,8 @@
  *
  * A private network namespace for the programs that flood loopback with
  * ICMP error reports: only loopback, up, with the ICMP rate limits of that
- * namespace raised. The programs run each case (or benchmark) in a process
+ * namespace raised, and the counters of /proc/net/snmp, which are that
+ * namespace's own. The programs run each case (or benchmark) in a process
  * of its own, so entering the namespace for good is fine. Linux only; the
  * including file defines _GNU_SOURCE first (for unshare()).
  */
@@ -16,6 +17,8 @@
 #include <fcntl.h>
 #include <net/if.h>
 #include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -66,6 +69,44 @@ static int private_netns(void) {
   write_sysctl("/proc/sys/net/ipv4/icmp_msgs_per_sec", "10000000");
   write_sysctl("/proc/sys/net/ipv4/icmp_ratelimit", "0");
   return 0;
+}
+
+
+/* A counter of /proc/net/snmp, the namespace's own: group with its colon
+ * ("Udp:", "Icmp:"), name as the kernel spells it ("RcvbufErrors").
+ * Each group is a line of names followed by a line of values, so the
+ * lines are read two at a time. Returns the value, or -1 if unknown.
+ */
+static long snmp_counter(const char* group, const char* name) {
+  char names[2048];
+  char values[2048];
+  char* ns;
+  char* vs;
+  char* n;
+  char* v;
+  FILE* f;
+  long r;
+
+  f = fopen("/proc/net/snmp", "r");
+  if (f == NULL)
+    return -1;
+  r = -1;
+  while (fgets(names, sizeof(names), f) != NULL &&
+         fgets(values, sizeof(values), f) != NULL) {
+    n = strtok_r(names, " \n", &ns);
+    v = strtok_r(values, " \n", &vs);
+    if (n == NULL || v == NULL || strcmp(n, group) != 0)
+      continue;
+    while ((n = strtok_r(NULL, " \n", &ns)) != NULL &&
+           (v = strtok_r(NULL, " \n", &vs)) != NULL)
+      if (strcmp(n, name) == 0) {
+        r = atol(v);
+        break;
+      }
+    break;
+  }
+  fclose(f);
+  return r;
 }
 
 #endif  /* __linux__ */

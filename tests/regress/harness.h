@@ -65,6 +65,18 @@ static int harness_set_reason(int result, const char* fmt, ...) {
   return result;
 }
 
+/* Keeps the first failure that a case's callbacks see in err (size
+ * bytes): a callback cannot return the case's result, so the case reads
+ * err after the run. What fails after it mostly follows from it.
+ */
+static void harness_note_first(char* err,
+                               size_t size,
+                               const char* fmt,
+                               va_list ap) {
+  if (err[0] == '\0')
+    vsnprintf(err, size, fmt, ap);
+}
+
 #define FAIL(...)                                                             \
   return harness_set_reason(CASE_FAIL, __VA_ARGS__)
 

@@ -104,10 +104,8 @@ static char recvmsg_slab[MAX_RECEIVERS][DGRAM_MAX];
 static void ctx_error(test_ctx* c, const char* fmt, ...) {
   va_list ap;
 
-  if (c->err[0] != '\0')
-    return;  /* Keep the first error. */
   va_start(ap, fmt);
-  vsnprintf(c->err, sizeof(c->err), fmt, ap);
+  harness_note_first(c->err, sizeof(c->err), fmt, ap);
   va_end(ap);
 }
 

@@ -39,14 +39,16 @@
 #ifdef __linux__
 
 #include <arpa/inet.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "handles.h"
+#include "libc_recv.h"
 #include "loopback.h"
+#include "sends.h"
 
 /* The drain budget of the patch: reports handed over per event. */
 #define REPORT_BUDGET 32
@@ -70,14 +72,9 @@
 static long errqueue_reads;
 
 ssize_t recvmsg(int fd, struct msghdr* msg, int flags) {
-  static ssize_t (*next)(int, struct msghdr*, int);
-
-  if (next == NULL)
-    next = (ssize_t (*)(int, struct msghdr*, int)) dlsym(RTLD_NEXT,
-                                                         "recvmsg");
   if (flags & MSG_ERRQUEUE)
     errqueue_reads++;
-  return next(fd, msg, flags);
+  return libc_recvmsg(fd, msg, flags);
 }
 
 int recvmmsg(int fd,
@@ -85,15 +82,9 @@ int recvmmsg(int fd,
              unsigned int n,
              int flags,
              struct timespec* timeout) {
-  static int (*next)(int, struct mmsghdr*, unsigned int, int,
-                     struct timespec*);
-
-  if (next == NULL)
-    next = (int (*)(int, struct mmsghdr*, unsigned int, int,
-                    struct timespec*)) dlsym(RTLD_NEXT, "recvmmsg");
   if (flags & MSG_ERRQUEUE)
     errqueue_reads++;
-  return next(fd, msgs, n, flags, timeout);
+  return libc_recvmmsg(fd, msgs, n, flags, timeout);
 }
 
 typedef struct {
@@ -147,11 +138,7 @@ typedef struct {
   int stopped;
   long calls_after_stop;
   /* Send cases. */
-  long send_cbs;
-  long send_ok;
-  long send_refused;
-  long send_other;
-  int send_other_status;
+  send_tally sends;
   /* Paced sends. */
   struct sockaddr_storage pace_dst;
   int pace_connected;
@@ -184,14 +171,10 @@ static void on_udp_close(uv_handle_t* handle) {
 }
 
 static void close_all(void) {
-  if (!uv_is_closing((uv_handle_t*) &ctx.udp))
-    uv_close((uv_handle_t*) &ctx.udp, on_udp_close);
-  if (!uv_is_closing((uv_handle_t*) &ctx.timer))
-    uv_close((uv_handle_t*) &ctx.timer, NULL);
-  if (!uv_is_closing((uv_handle_t*) &ctx.pace))
-    uv_close((uv_handle_t*) &ctx.pace, NULL);
-  if (!uv_is_closing((uv_handle_t*) &ctx.check))
-    uv_close((uv_handle_t*) &ctx.check, NULL);
+  close_once(&ctx.udp, on_udp_close);
+  close_once(&ctx.timer, NULL);
+  close_once(&ctx.pace, NULL);
+  close_once(&ctx.check, NULL);
 }
 
 static void format_list(char* out, size_t size, const long* v, int n) {
@@ -207,28 +190,12 @@ static void format_list(char* out, size_t size, const long* v, int n) {
 
 /* Counts (and takes off) the reports still on the error queue. */
 static long count_queued_reports(void) {
-  struct msghdr h;
-  struct iovec iov;
-  char payload[64];
-  char control[256];
   uv_os_fd_t fd;
-  long n;
 
   if (uv_is_closing((uv_handle_t*) &ctx.udp) ||
       uv_fileno((uv_handle_t*) &ctx.udp, &fd) != 0)
     return -1;
-  for (n = 0; n < 100000; n++) {
-    memset(&h, 0, sizeof(h));
-    iov.iov_base = payload;
-    iov.iov_len = sizeof(payload);
-    h.msg_iov = &iov;
-    h.msg_iovlen = 1;
-    h.msg_control = control;
-    h.msg_controllen = sizeof(control);
-    if (recvmsg(fd, &h, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
-      break;
-  }
-  return n;
+  return take_errqueue(fd, 100000);
 }
 
 static void on_timer(uv_timer_t* timer) {
@@ -252,8 +219,8 @@ static void note(const char* name) {
           "left_queued=%ld data/iter=[%s] reports/iter=[%s]\n",
           name, ctx.iterations, ctx.recv_calls, ctx.empty_reads,
           ctx.datagrams, ctx.reports, (long) ctx.report_nread,
-          ctx.plain_errors, ctx.alloc_calls, ctx.send_cbs, ctx.send_ok,
-          ctx.send_refused, ctx.errqueue_reads, ctx.left_queued, data, reps);
+          ctx.plain_errors, ctx.alloc_calls, ctx.sends.cbs, ctx.sends.ok,
+          ctx.sends.refused, ctx.errqueue_reads, ctx.left_queued, data, reps);
 }
 
 static void on_check(uv_check_t* check) {
@@ -427,28 +394,6 @@ static int run_and_close(void) {
   return uv_loop_close(&ctx.loop);
 }
 
-static socklen_t addr_len(const struct sockaddr_storage* ss) {
-  return ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
-                                   : sizeof(struct sockaddr_in);
-}
-
-/* Sends one datagram from fd to dst so that exactly one ICMP error report
- * is queued. A pending socket error (left by the previous report) fails the
- * send once without sending anything, so retry then.
- */
-static int send_for_report(int fd, const struct sockaddr_storage* dst) {
-  int tries;
-
-  for (tries = 0; tries < 10; tries++) {
-    if (sendto(fd, "errq", 4, 0, (const struct sockaddr*) dst,
-               addr_len(dst)) == 4)
-      return 0;
-    if (errno != ECONNREFUSED && errno != EINTR)
-      return -1;
-  }
-  return -1;
-}
-
 static int udp_fd(void) {
   uv_os_fd_t fd;
 
@@ -473,7 +418,7 @@ static void on_pace(uv_timer_t* timer) {
                           : (const struct sockaddr*) &ctx.pace_dst);
   if (r == UV_ECONNREFUSED) {
     /* A socket error still pending: the send consumed it. */
-    ctx.send_refused++;
+    ctx.sends.refused++;
     r = uv_udp_try_send(&ctx.udp,
                         &buf,
                         1,
@@ -500,22 +445,6 @@ static int start_paced_sends(int connected) {
       return r;
   }
   return uv_timer_start(&ctx.pace, on_pace, PACE_MS / 2, PACE_MS);
-}
-
-static int no_ipv6(void) {
-  struct sockaddr_in6 s6;
-  int fd;
-  int r;
-
-  fd = socket(AF_INET6, SOCK_DGRAM, 0);
-  if (fd < 0)
-    return 1;
-  memset(&s6, 0, sizeof(s6));
-  s6.sin6_family = AF_INET6;
-  s6.sin6_addr = in6addr_loopback;
-  r = bind(fd, (struct sockaddr*) &s6, sizeof(s6));
-  close(fd);
-  return r != 0;
 }
 
 /* One report queued on a receiving RECVERR handle of the family, then the
@@ -724,19 +653,6 @@ static int case_report_burst(void) {
   return CASE_OK;
 }
 
-static void on_send(uv_udp_send_t* req, int status) {
-  ctx.send_cbs++;
-  if (status == 0)
-    ctx.send_ok++;
-  else if (status == UV_ECONNREFUSED)
-    ctx.send_refused++;
-  else {
-    ctx.send_other++;
-    ctx.send_other_status = status;
-  }
-  free(req);
-}
-
 /* A RECVERR handle that does not receive queues n sends to a closed port:
  * ICMP errors come back while sends are still queued, so the loop polls
  * the socket for POLLOUT and gets EPOLLERR. With stop_first, the handle
@@ -744,7 +660,7 @@ static void on_send(uv_udp_send_t* req, int status) {
  */
 static int send_only(int connected, int stop_first, const char* name) {
   struct sockaddr_storage dst;
-  uv_udp_send_t* req;
+  const char* why;
   uv_buf_t buf;
   int sndbuf;
   int n;
@@ -766,28 +682,20 @@ static int send_only(int connected, int stop_first, const char* name) {
     CHECK_UV(uv_udp_connect(&ctx.udp, (const struct sockaddr*) &dst));
 
   buf = uv_buf_init("send-only", 9);
-  for (i = 0; i < n; i++) {
-    req = malloc(sizeof(*req));
-    CHECK(req != NULL);
-    r = uv_udp_send(req,
-                    &ctx.udp,
-                    &buf,
-                    1,
-                    connected ? NULL : (const struct sockaddr*) &dst,
-                    on_send);
-    if (r != 0) {
-      free(req);
-      FAIL("uv_udp_send #%d: %s", i, uv_strerror(r));
-    }
-  }
+  r = send_n(&ctx.udp,
+             &ctx.sends,
+             &buf,
+             n,
+             connected ? NULL : (const struct sockaddr*) &dst,
+             &i);
+  if (r != 0)
+    FAIL("uv_udp_send #%d: %s", i, uv_strerror(r));
   r = run_and_close();
   note(name);
 
-  if (ctx.send_cbs != n)
-    FAIL("%ld of %d send callbacks ran", ctx.send_cbs, n);
-  if (ctx.send_other != 0)
-    FAIL("%ld sends failed with %s", ctx.send_other,
-         uv_err_name(ctx.send_other_status));
+  if ((why = sends_missing(&ctx.sends, n)) != NULL ||
+      (why = sends_failed(&ctx.sends)) != NULL)
+    FAIL("%s", why);
   if (stop_first && ctx.calls_after_stop != 0)
     FAIL("%ld alloc_cb/recv_cb calls after uv_udp_recv_stop()",
          ctx.calls_after_stop);
@@ -829,7 +737,7 @@ static int no_errqueue_read(int mmsg, const char* name) {
 
   if (ctx.pace_failed != 0)
     FAIL("uv_udp_try_send: %s", uv_strerror(ctx.pace_failed));
-  if (ctx.plain_errors == 0 && ctx.send_refused == 0)
+  if (ctx.plain_errors == 0 && ctx.sends.refused == 0)
     FAIL("no ECONNREFUSED came back: no EPOLLERR to judge by");
   if (ctx.errqueue_reads != 0)
     FAIL("%ld reads of the error queue (MSG_ERRQUEUE) on a socket without "

@@ -38,6 +38,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "child.h"
+#include "handles.h"
 #include "loopback.h"
 
 /* The receive budget: datagrams (or reports) handed over per event. */
@@ -124,50 +126,6 @@ static long rss_bytes(void) {
 }
 
 
-/* Forks a child that runs fn(arg) and exits. The child dies with its
- * parent and, as a backstop, after limit_s seconds. Returns the pid or -1.
- */
-static pid_t spawn(void (*fn)(void*), void* arg, unsigned limit_s) {
-  pid_t pid;
-
-  fflush(stdout);
-  fflush(stderr);
-  pid = fork();
-  if (pid != 0)
-    return pid;
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  alarm(limit_s);
-  fn(arg);
-  _exit(0);
-  return 0;
-}
-
-
-/* Waits up to wait_ms for the child to end by itself, then kills it.
- * Returns 1 if it ended by itself with status 0, else 0.
- */
-static int reap(pid_t pid, unsigned wait_ms) {
-  uint64_t deadline;
-  pid_t r;
-  int status;
-
-  if (pid <= 0)
-    return 0;
-  deadline = now_ms() + wait_ms;
-  for (;;) {
-    r = waitpid(pid, &status, WNOHANG);
-    if (r == pid)
-      return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    if (r < 0 || now_ms() >= deadline)
-      break;
-    usleep(10000);
-  }
-  kill(pid, SIGKILL);
-  waitpid(pid, &status, 0);
-  return 0;
-}
-
-
 /* Memory shared with the children: what they did. */
 typedef struct {
   struct sockaddr_in to;
@@ -242,14 +200,10 @@ static void flood_child(void* arg) {
 
 static void hc_close_all(void) {
   hc.closed = 1;
-  if (!uv_is_closing((uv_handle_t*) &hc.udp))
-    uv_close((uv_handle_t*) &hc.udp, NULL);
-  if (!uv_is_closing((uv_handle_t*) &hc.tick))
-    uv_close((uv_handle_t*) &hc.tick, NULL);
-  if (!uv_is_closing((uv_handle_t*) &hc.end))
-    uv_close((uv_handle_t*) &hc.end, NULL);
-  if (!uv_is_closing((uv_handle_t*) &hc.check))
-    uv_close((uv_handle_t*) &hc.check, NULL);
+  close_once(&hc.udp, NULL);
+  close_once(&hc.tick, NULL);
+  close_once(&hc.end, NULL);
+  close_once(&hc.check, NULL);
 }
 
 
@@ -678,10 +632,8 @@ static tctx tc;
 static void tc_error(const char* fmt, ...) {
   va_list ap;
 
-  if (tc.err[0] != '\0')
-    return;
   va_start(ap, fmt);
-  vsnprintf(tc.err, sizeof(tc.err), fmt, ap);
+  harness_note_first(tc.err, sizeof(tc.err), fmt, ap);
   va_end(ap);
 }
 
@@ -703,10 +655,8 @@ static void tc_alloc(uv_handle_t* handle, size_t suggested, uv_buf_t* buf) {
 
 
 static void tc_close(void) {
-  if (!uv_is_closing((uv_handle_t*) &tc.udp))
-    uv_close((uv_handle_t*) &tc.udp, NULL);
-  if (!uv_is_closing((uv_handle_t*) &tc.safety))
-    uv_close((uv_handle_t*) &tc.safety, NULL);
+  close_once(&tc.udp, NULL);
+  close_once(&tc.safety, NULL);
 }
 
 
@@ -899,8 +849,7 @@ typedef struct {
   int chunks;
   int k;
   int acted;
-  int closed;
-  int close_cbs;
+  close_watch watch;
   int stopped;
   int restarts;
   int count;                  /* Datagram callbacks so far. */
@@ -929,29 +878,17 @@ static cctx cc;
 static void cc_error(const char* fmt, ...) {
   va_list ap;
 
-  if (cc.err[0] != '\0')
-    return;
   va_start(ap, fmt);
-  vsnprintf(cc.err, sizeof(cc.err), fmt, ap);
+  harness_note_first(cc.err, sizeof(cc.err), fmt, ap);
   va_end(ap);
 }
 
 
-static void cc_close_cb(uv_handle_t* handle) {
-  (void) handle;
-  cc.close_cbs++;
-}
-
-
 static void cc_finish(void) {
-  if (!uv_is_closing((uv_handle_t*) &cc.udp)) {
-    cc.closed = 1;
-    uv_close((uv_handle_t*) &cc.udp, cc_close_cb);
-  }
-  if (!uv_is_closing((uv_handle_t*) &cc.safety))
-    uv_close((uv_handle_t*) &cc.safety, NULL);
-  if (!uv_is_closing((uv_handle_t*) &cc.check))
-    uv_close((uv_handle_t*) &cc.check, NULL);
+  if (!uv_is_closing((uv_handle_t*) &cc.udp))
+    close_watched((uv_handle_t*) &cc.udp, &cc.watch);
+  close_once(&cc.safety, NULL);
+  close_once(&cc.check, NULL);
 }
 
 
@@ -959,7 +896,7 @@ static void cc_alloc(uv_handle_t* handle, size_t suggested, uv_buf_t* buf) {
   size_t len;
 
   (void) handle;
-  if (cc.closed)
+  if (cc.watch.closed)
     cc.allocs_after_close++;
   if (cc.stopped)
     cc.cbs_while_stopped++;
@@ -997,8 +934,7 @@ static void cc_act(uv_udp_t* handle, const uv_buf_t* buf, int* owned) {
   cc.acted = 1;
   switch (cc.action) {
     case ACT_CLOSE:
-      cc.closed = 1;
-      uv_close((uv_handle_t*) handle, cc_close_cb);
+      close_watched((uv_handle_t*) handle, &cc.watch);
       break;
     case ACT_STOP:
       cc.stopped = 1;
@@ -1051,7 +987,7 @@ static void cc_recv(uv_udp_t* handle,
     cc.cbs_while_stopped++;
 
   if (flags & UV_UDP_MMSG_FREE) {
-    if (cc.closed)
+    if (cc.watch.closed)
       cc.frees_after_close++;
     if (buf->base != cc.slab || cc.slab == NULL)
       cc_error("UV_UDP_MMSG_FREE for a buffer not lent out");
@@ -1066,11 +1002,11 @@ static void cc_recv(uv_udp_t* handle,
   owned = !(flags & UV_UDP_MMSG_CHUNK) && buf->base != NULL;
 
   if (nread < 0) {
-    if (cc.closed)
+    if (cc.watch.closed)
       cc.others_after_close++;
     cc_error("recv_cb: %s", uv_strerror((int) nread));
   } else if (nread == 0 && addr == NULL) {
-    if (cc.closed)
+    if (cc.watch.closed)
       cc.others_after_close++;
     if (cc.acted && !cc.stopped)
       cc.drained = 1;
@@ -1082,7 +1018,7 @@ static void cc_recv(uv_udp_t* handle,
       cc_error("sequence number %d out of range", seq);
     else if (cc.seen[seq]++)
       cc_error("datagram %d delivered twice", seq);
-    if (cc.closed) {
+    if (cc.watch.closed) {
       cc.chunks_after_close++;
       if (seq > cc.max_seq_after_close)
         cc.max_seq_after_close = seq;
@@ -1140,7 +1076,7 @@ static void cc_on_check(uv_check_t* handle) {
       cc_error("uv_udp_recv_start: %s", uv_strerror(r));
   }
   /* Done when closed or when all that was sent has been read. */
-  if (cc.closed || cc.drained || cc_all_in() ||
+  if (cc.watch.closed || cc.drained || cc_all_in() ||
       (cc.acted && cc_socket_empty()))
     cc_finish();
 }
@@ -1255,8 +1191,8 @@ static int cc_one(int action,
     CC_FAIL("%d callbacks after uv_udp_recv_stop", cc.cbs_while_stopped);
 
   if (action == ACT_CLOSE) {
-    if (cc.close_cbs != 1)
-      CC_FAIL("close_cb called %d times", cc.close_cbs);
+    if (cc.watch.close_cbs != 1)
+      CC_FAIL("close_cb called %d times", cc.watch.close_cbs);
     if (cc.allocs_after_close != 0)
       CC_FAIL("%d alloc_cb calls after uv_close", cc.allocs_after_close);
     if (cc.others_after_close != 0)

@@ -144,7 +144,6 @@ static int run_cell(const cell_t* c);
 #ifdef __linux__
 
 #include <arpa/inet.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -156,8 +155,12 @@ static int run_cell(const cell_t* c);
 #include <time.h>
 #include <unistd.h>
 
+#include "child.h"
 #include "dgram.h"
+#include "handles.h"
+#include "libc_recv.h"
 #include "loopback.h"
+#include "sends.h"
 
 /* The receive budget of the patches: callbacks per readable event. */
 #define BUDGET 32
@@ -245,16 +248,12 @@ static int errqueue_read_fails(int flags) {
 }
 
 ssize_t recvmsg(int fd, struct msghdr* msg, int flags) {
-  static ssize_t (*next)(int, struct msghdr*, int);
   ssize_t r;
   int err;
 
-  if (next == NULL)
-    next = (ssize_t (*)(int, struct msghdr*, int)) dlsym(RTLD_NEXT,
-                                                         "recvmsg");
   if (errqueue_read_fails(flags))
     return -1;
-  r = next(fd, msg, flags);
+  r = libc_recvmsg(fd, msg, flags);
   err = errno;
   note_read(flags, (long) r, err);
   errno = err;
@@ -266,17 +265,12 @@ int recvmmsg(int fd,
              unsigned int n,
              int flags,
              struct timespec* timeout) {
-  static int (*next)(int, struct mmsghdr*, unsigned int, int,
-                     struct timespec*);
   int err;
   int r;
 
-  if (next == NULL)
-    next = (int (*)(int, struct mmsghdr*, unsigned int, int,
-                    struct timespec*)) dlsym(RTLD_NEXT, "recvmmsg");
   if (errqueue_read_fails(flags))
     return -1;
-  r = next(fd, msgs, n, flags, timeout);
+  r = libc_recvmmsg(fd, msgs, n, flags, timeout);
   err = errno;
   note_read(flags, r, err);
   if (r > 0) {
@@ -347,8 +341,7 @@ typedef struct {
   int acted;
   int first_was_report;
   int stopped;
-  int closed;
-  int close_cbs;
+  close_watch watch;
   long calls_while_stopped;
   long chunks_after_close;
   long frees_after_close;
@@ -356,11 +349,7 @@ typedef struct {
   long allocs_after_close;
   long batch_rest;             /* Chunks of the interrupted batch. */
   /* Send-only. */
-  long send_cbs;
-  long send_ok;
-  long send_refused;
-  long send_other;
-  int send_other_status;
+  send_tally sends;
   /* The flood. */
   flood_t* flood;
   pid_t flood_pid;
@@ -430,76 +419,21 @@ static void enter_netns(int lift) {
  * /proc/net/snmp (IPv4) or /proc/net/snmp6 (IPv6); -1 if unknown.
  */
 static long icmp_received(int family) {
-  char names[2048];
-  char values[2048];
-  char* ns;
-  char* vs;
-  char* n;
-  char* v;
+  char line[2048];
   FILE* f;
   long r;
 
-  r = -1;
-  if (family == AF_INET6) {
-    f = fopen("/proc/net/snmp6", "r");
-    if (f == NULL)
-      return -1;
-    while (fgets(names, sizeof(names), f) != NULL)
-      if (sscanf(names, "Icmp6InDestUnreachs %ld", &r) == 1)
-        break;
-    fclose(f);
-    return r;
-  }
-  f = fopen("/proc/net/snmp", "r");
+  if (family != AF_INET6)
+    return snmp_counter("Icmp:", "InDestUnreachs");
+  f = fopen("/proc/net/snmp6", "r");
   if (f == NULL)
     return -1;
-  while (fgets(names, sizeof(names), f) != NULL &&
-         fgets(values, sizeof(values), f) != NULL) {
-    n = strtok_r(names, " \n", &ns);
-    v = strtok_r(values, " \n", &vs);
-    if (n == NULL || v == NULL || strcmp(n, "Icmp:") != 0)
-      continue;
-    while ((n = strtok_r(NULL, " \n", &ns)) != NULL &&
-           (v = strtok_r(NULL, " \n", &vs)) != NULL)
-      if (strcmp(n, "InDestUnreachs") == 0) {
-        r = atol(v);
-        break;
-      }
-    break;
-  }
+  r = -1;
+  while (fgets(line, sizeof(line), f) != NULL)
+    if (sscanf(line, "Icmp6InDestUnreachs %ld", &r) == 1)
+      break;
   fclose(f);
   return r;
-}
-
-static socklen_t addr_len(const struct sockaddr_storage* ss) {
-  return ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
-                                   : sizeof(struct sockaddr_in);
-}
-
-static void loopback_addr(int family, struct sockaddr_storage* ss) {
-  memset(ss, 0, sizeof(*ss));
-  if (family == AF_INET6) {
-    ((struct sockaddr_in6*) ss)->sin6_family = AF_INET6;
-    ((struct sockaddr_in6*) ss)->sin6_addr = in6addr_loopback;
-  } else {
-    ((struct sockaddr_in*) ss)->sin_family = AF_INET;
-    ((struct sockaddr_in*) ss)->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  }
-}
-
-/* Nonzero when ::1 cannot be bound here. */
-static int no_ipv6(void) {
-  struct sockaddr_storage ss;
-  int fd;
-  int r;
-
-  fd = socket(AF_INET6, SOCK_DGRAM, 0);
-  if (fd < 0)
-    return 1;
-  loopback_addr(AF_INET6, &ss);
-  r = bind(fd, (struct sockaddr*) &ss, addr_len(&ss));
-  close(fd);
-  return r != 0;
 }
 
 static int udp_fd(void) {
@@ -508,23 +442,6 @@ static int udp_fd(void) {
   if (uv_fileno((uv_handle_t*) &mc.udp, &fd) != 0)
     return -1;
   return fd;
-}
-
-/* Sends one datagram from fd to dst, so that one ICMP error comes back.
- * A socket error still pending (from the previous one) fails a send
- * without sending anything: then send again.
- */
-static int send_for_report(int fd, const struct sockaddr_storage* dst) {
-  int tries;
-
-  for (tries = 0; tries < 10; tries++) {
-    if (sendto(fd, "errq", 4, 0, (const struct sockaddr*) dst,
-               addr_len(dst)) == 4)
-      return 0;
-    if (errno != ECONNREFUSED && errno != EINTR)
-      return -1;
-  }
-  return -1;
 }
 
 /* The peer: sends n numbered datagrams from port P to the handle, closes
@@ -557,10 +474,8 @@ static int peer_act(int n, int errors) {
 static void loop_error(const char* fmt, ...) {
   va_list ap;
 
-  if (mc.loop_err[0] != '\0')
-    return;
   va_start(ap, fmt);
-  vsnprintf(mc.loop_err, sizeof(mc.loop_err), fmt, ap);
+  harness_note_first(mc.loop_err, sizeof(mc.loop_err), fmt, ap);
   va_end(ap);
 }
 
@@ -581,7 +496,7 @@ static void on_alloc(uv_handle_t* handle, size_t suggested, uv_buf_t* buf) {
 
   (void) suggested;
   mc.alloc_calls++;
-  if (mc.closed)
+  if (mc.watch.closed)
     mc.allocs_after_close++;
   if (mc.stopped)
     mc.calls_while_stopped++;
@@ -602,51 +517,26 @@ static void on_alloc(uv_handle_t* handle, size_t suggested, uv_buf_t* buf) {
     mc.slab = buf->base;
 }
 
-static void on_udp_close(uv_handle_t* handle) {
-  (void) handle;
-  mc.close_cbs++;
-}
-
 static void close_all(void) {
-  if (!uv_is_closing((uv_handle_t*) &mc.udp)) {
-    mc.closed = 1;
-    uv_close((uv_handle_t*) &mc.udp, on_udp_close);
-  }
-  if (!uv_is_closing((uv_handle_t*) &mc.end))
-    uv_close((uv_handle_t*) &mc.end, NULL);
-  if (!uv_is_closing((uv_handle_t*) &mc.go))
-    uv_close((uv_handle_t*) &mc.go, NULL);
-  if (!uv_is_closing((uv_handle_t*) &mc.resume))
-    uv_close((uv_handle_t*) &mc.resume, NULL);
-  if (!uv_is_closing((uv_handle_t*) &mc.check))
-    uv_close((uv_handle_t*) &mc.check, NULL);
+  if (!uv_is_closing((uv_handle_t*) &mc.udp))
+    close_watched((uv_handle_t*) &mc.udp, &mc.watch);
+  close_once(&mc.end, NULL);
+  close_once(&mc.go, NULL);
+  close_once(&mc.resume, NULL);
+  close_once(&mc.check, NULL);
 }
 
 /* Takes off and counts what is still queued on the socket: reports on the
  * error queue, datagrams on the receive queue.
  */
 static void count_left(void) {
-  struct msghdr h;
-  struct iovec iov;
   char payload[64];
-  char control[256];
   int fd;
   int n;
 
-  if (mc.closed || (fd = udp_fd()) < 0)
+  if (mc.watch.closed || (fd = udp_fd()) < 0)
     return;
-  for (n = 0; n < 1000000; n++) {
-    memset(&h, 0, sizeof(h));
-    iov.iov_base = payload;
-    iov.iov_len = sizeof(payload);
-    h.msg_iov = &iov;
-    h.msg_iovlen = 1;
-    h.msg_control = control;
-    h.msg_controllen = sizeof(control);
-    if (recvmsg(fd, &h, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
-      break;
-    mc.left_reports++;
-  }
+  mc.left_reports += take_errqueue(fd, 1000000);
   /* A pending socket error fails one read without taking a datagram. */
   for (n = 0; n < 1000000; n++)
     if (recv(fd, payload, sizeof(payload), MSG_DONTWAIT) >= 0)
@@ -723,10 +613,9 @@ static void act(uv_udp_t* handle, int report) {
       mc.batch_rest = batch_size - batch_seen;
     uv_timer_start(&mc.resume, on_resume, RESUME_MS, 0);
   } else {
-    mc.closed = 1;
     if (uv_udp_using_recvmmsg(handle) && batch_seen > 0)
       mc.batch_rest = batch_size - batch_seen;
-    uv_close((uv_handle_t*) handle, on_udp_close);
+    close_watched((uv_handle_t*) handle, &mc.watch);
   }
 }
 
@@ -740,7 +629,7 @@ static void on_recv(uv_udp_t* handle,
   int report;
 
   (void) addr;
-  was_closed = mc.closed;
+  was_closed = mc.watch.closed;
   if (mc.stopped)
     mc.calls_while_stopped++;
 
@@ -813,20 +702,6 @@ static void on_go(uv_timer_t* timer) {
     inject_errno = ENOMEM;
 }
 
-static void on_send(uv_udp_send_t* req, int status) {
-  mc.send_cbs++;
-  if (status == 0) {
-    mc.send_ok++;
-  } else if (status == UV_ECONNREFUSED) {
-    /* The socket error of an earlier ICMP error, taken by this send. */
-    mc.send_refused++;
-  } else {
-    mc.send_other++;
-    mc.send_other_status = status;
-  }
-  free(req);
-}
-
 /* The flooding child: sends to the closed port from the handle's socket
  * (shared through fork(); ICMP errors go to the socket that sent),
  * FLOOD_PER_MS each millisecond, and every FLOOD_DATA_EVERY a numbered
@@ -875,26 +750,12 @@ static void flooder(flood_t* f) {
   close(data_fd);
 }
 
-/* Waits up to wait_ms for the child to end by itself, then kills it.
- * Returns 1 if it ended by itself with status 0.
+/* The child's whole life (spawn() runs it): the flood, then the word
+ * that it ended.
  */
-static int reap(pid_t pid, unsigned wait_ms) {
-  uint64_t deadline;
-  pid_t r;
-  int status;
-
-  deadline = now_ms() + wait_ms;
-  for (;;) {
-    r = waitpid(pid, &status, WNOHANG);
-    if (r == pid)
-      return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    if (r < 0 || now_ms() >= deadline)
-      break;
-    usleep(10000);
-  }
-  kill(pid, SIGKILL);
-  waitpid(pid, &status, 0);
-  return 0;
+static void flood_child(void* arg) {
+  flooder(arg);
+  ((flood_t*) arg)->done = 1;
 }
 
 /* The loop, the handle (bound or opened, connected to the peer or not),
@@ -1060,8 +921,8 @@ static void print_figures(const cell_t* c) {
     case KIND_SEND_ONLY:
       printf(", \"sends\": %d, \"send_callbacks\": %ld, \"send_ok\": %ld, "
              "\"send_refused\": %ld, \"send_other\": %ld",
-             SEND_ONLY_SENDS, mc.send_cbs, mc.send_ok, mc.send_refused,
-             mc.send_other);
+             SEND_ONLY_SENDS, mc.sends.cbs, mc.sends.ok, mc.sends.refused,
+             mc.sends.other);
       break;
     case KIND_STOP:
       printf(", \"calls_while_stopped\": %ld, \"batch_rest\": %ld",
@@ -1226,8 +1087,8 @@ static int receive_case(const cell_t* c) {
       else if (!mc.first_was_report)
         fault("the first callback was a plain %s, not the report",
               err_name(mc.first_plain_error));
-      if (mc.close_cbs != 1)
-        fault("close_cb ran %d times", mc.close_cbs);
+      if (mc.watch.close_cbs != 1)
+        fault("close_cb ran %d times", mc.watch.close_cbs);
       if (mc.allocs_after_close + mc.others_after_close != 0)
         fault("%ld alloc_cb and %ld other recv_cb calls after uv_close()",
               mc.allocs_after_close, mc.others_after_close);
@@ -1262,7 +1123,7 @@ static int receive_case(const cell_t* c) {
 
 /* 2000 sends to a closed port from a handle that never receives. */
 static int send_only_case(const cell_t* c) {
-  uv_udp_send_t* req;
+  const char* why;
   uv_buf_t buf;
   int sndbuf;
   int r;
@@ -1274,29 +1135,21 @@ static int send_only_case(const cell_t* c) {
   CHECK_UV(uv_send_buffer_size((uv_handle_t*) &mc.udp, &sndbuf));
   mc.icmp_before = icmp_received(mc.family);
   buf = uv_buf_init("send-only", 9);
-  for (i = 0; i < SEND_ONLY_SENDS; i++) {
-    req = malloc(sizeof(*req));
-    CHECK(req != NULL);
-    r = uv_udp_send(req,
-                    &mc.udp,
-                    &buf,
-                    1,
-                    c->connected ? NULL
-                                 : (const struct sockaddr*) &mc.peer_addr,
-                    on_send);
-    if (r != 0) {
-      free(req);
-      FAIL("uv_udp_send #%d: %s", i, uv_strerror(r));
-    }
-  }
+  r = send_n(&mc.udp,
+             &mc.sends,
+             &buf,
+             SEND_ONLY_SENDS,
+             c->connected ? NULL : (const struct sockaddr*) &mc.peer_addr,
+             &i);
+  if (r != 0)
+    FAIL("uv_udp_send #%d: %s", i, uv_strerror(r));
   r = run_for(RUN_MS);
   print_figures(c);
 
-  if (mc.send_cbs != SEND_ONLY_SENDS)
-    fault("%ld of %d send callbacks ran", mc.send_cbs, SEND_ONLY_SENDS);
-  if (mc.send_other != 0)
-    fault("%ld sends failed with %s", mc.send_other,
-          uv_err_name(mc.send_other_status));
+  if ((why = sends_missing(&mc.sends, SEND_ONLY_SENDS)) != NULL)
+    fault("%s", why);
+  if ((why = sends_failed(&mc.sends)) != NULL)
+    fault("%s", why);
   if (mc.alloc_calls + mc.reports + mc.plain_errors + mc.datagrams +
       mc.empty_reads != 0)
     fault("%ld alloc_cb and %ld recv_cb calls on a handle that never "
@@ -1346,17 +1199,8 @@ static int flood_case(const cell_t* c) {
   CHECK_UV(uv_udp_recv_start(&mc.udp, on_alloc, on_recv));
 
   mc.icmp_before = icmp_received(mc.family);
-  fflush(stdout);
-  fflush(stderr);
-  mc.flood_pid = fork();
+  mc.flood_pid = spawn(flood_child, f, FLOOD_MS / 1000 + 10);
   CHECK(mc.flood_pid >= 0);
-  if (mc.flood_pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    alarm(FLOOD_MS / 1000 + 10);
-    flooder(f);
-    f->done = 1;
-    _exit(0);
-  }
   r = run_for(FLOOD_MS + TAIL_MS);
   child_ok = reap(mc.flood_pid, 5000);
   mc.datagrams_sent = f->data_sent;
