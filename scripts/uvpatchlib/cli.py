@@ -128,13 +128,20 @@ def cmd_bench(args, manifest):
         return
     from .report import dnsbench  # --only dns: named, kresd, dnsperf
     only, dns = dnsbench.split_only(args.only)
-    if dns:
+    for name in dns:
         with Lock(args.out, "bench"):
-            print(dnsbench.run(manifest, args.out, quick=args.quick,
-                               pairs=args.pairs, report_path=args.report,
-                               source=args.source), end="")
-        if not only:
-            return
+            if name == "dns":
+                print(dnsbench.run(manifest, args.out, quick=args.quick,
+                                   pairs=args.pairs,
+                                   report_path=args.report,
+                                   source=args.source), end="")
+            else:
+                from .report import dnsinsn  # valgrind's callgrind
+                print(dnsinsn.run(manifest, args.out, quick=args.quick,
+                                  reps=args.pairs, report_path=args.report,
+                                  source=args.source), end="")
+    if dns and not only:
+        return
     with Lock(args.out, "bench"):
         json_path = bench.run(manifest, args.out, quick=args.quick,
                               only=only, report_path=args.report,
@@ -150,12 +157,15 @@ def _add_bench_options(p):
                    help="a short run (about a minute): proves it works, "
                         "figures are rough")
     p.add_argument("--only", action="append", metavar="PART",
-                   help="timers|udp|errqueue|tool|dns (repeat or "
-                        "separate by commas; default: all but dns, which "
-                        "runs named, kresd and dnsperf)")
+                   help="timers|udp|errqueue|tool|dns|dns-insn (repeat "
+                        "or separate by commas; default: all but dns, "
+                        "which runs named, kresd and dnsperf, and "
+                        "dns-insn, which runs them under valgrind for "
+                        "each prefix of the series)")
     p.add_argument("--pairs", type=int, metavar="N",
                    help="dns: base/patched pairs of runs (default 8, "
-                        "--quick 1)")
+                        "--quick 1); dns-insn: runs per prefix (default "
+                        "2, --quick 1)")
     p.add_argument("--report", metavar="FILE",
                    help="where the Markdown report goes (default: "
                         "out/bench/report.md); report.json and the SVG "

@@ -13,7 +13,7 @@ from unittest import mock
 import fixture  # noqa: F401  (puts scripts/ on sys.path)
 
 from uvpatchlib import cli
-from uvpatchlib.report import dnsbench, dnsparse
+from uvpatchlib.report import dnsbench, dnsparse, insnparse
 from uvpatchlib.errors import UvPatchError
 
 DNSPERF = """DNS Performance Testing Tool
@@ -272,23 +272,192 @@ class ReportTest(unittest.TestCase):
 
 class OnlyTest(unittest.TestCase):
     def test_split(self):
-        self.assertEqual(dnsbench.split_only(None), (None, False))
-        self.assertEqual(dnsbench.split_only(["dns"]), (None, True))
+        self.assertEqual(dnsbench.split_only(None), (None, []))
+        self.assertEqual(dnsbench.split_only(["dns"]), (None, ["dns"]))
         self.assertEqual(dnsbench.split_only(["udp,dns", "tool"]),
-                         (["udp", "tool"], True))
-        self.assertEqual(dnsbench.split_only(["udp"]), (["udp"], False))
+                         (["udp", "tool"], ["dns"]))
+        self.assertEqual(dnsbench.split_only(["udp"]), (["udp"], []))
+        self.assertEqual(dnsbench.split_only(["dns-insn,dns", "dns"]),
+                         (None, ["dns-insn", "dns"]))
 
     def test_options(self):
         args = cli.parser().parse_args(["bench", "--only", "dns",
                                         "--pairs", "3", "--quick"])
         self.assertEqual((args.only, args.pairs, args.quick),
                          (["dns"], 3, True))
+        args = cli.parser().parse_args(["bench", "--only", "dns-insn"])
+        self.assertEqual(args.only, ["dns-insn"])
 
     def test_rounds_interleave(self):
         from uvpatchlib.report.figures import rounds
         order = [(r, n) for r, n, _ in rounds(2, {"base": 1, "patched": 2})]
         self.assertEqual(order, [(0, "base"), (0, "patched"),
                                  (1, "patched"), (1, "base")])
+
+
+# A callgrind dump as valgrind 3.19 writes it (name compression on); the
+# cost line after calls= is the call's inclusive cost, not added again.
+CALLGRIND = """# callgrind format
+version: 1
+creator: callgrind-3.19.0
+cmd:  /usr/sbin/named -f -n 1 -c named.conf
+positions: line
+events: Ir
+summary: 0
+
+ob=(1) /usr/lib/x86_64-linux-gnu/libc.so.6
+fl=(1) ???
+fn=(1) clock_gettime
+0 100
++2 20
+
+ob=(2) /p/lib/libuv.so.1.0.0
+fl=(2) ???
+fn=(2) uv__udp_io
+0 300
+cob=(1)
+cfi=(1)
+cfn=(1)
+calls=3 0
+0 120
+* 5
+ob=(1)
+fn=(1)
+-1 1
+
+totals: 546
+"""
+
+
+class CallgrindTest(unittest.TestCase):
+    def test_totals_and_objects(self):
+        got = insnparse.parse_callgrind(CALLGRIND)
+        self.assertEqual(got["total"], 546)
+        self.assertEqual(got["objects"], {
+            "/usr/lib/x86_64-linux-gnu/libc.so.6": 121,
+            "/p/lib/libuv.so.1.0.0": 305})
+        self.assertEqual(got["summed"], 426)
+        self.assertEqual(insnparse.libuv_cost(got["objects"]), 305)
+
+    def test_two_positions_and_events(self):
+        text = ("positions: instr line\nevents: Dr Ir\n"
+                "ob=/lib/libuv.so.1\nfn=f\n0x10 3 7 9\n+4 * 2 5\n"
+                "totals: 9 14\n")
+        got = insnparse.parse_callgrind(text)
+        self.assertEqual(got["total"], 14)
+        self.assertEqual(got["objects"], {"/lib/libuv.so.1": 14})
+
+    def test_no_totals_and_no_event(self):
+        self.assertIsNone(insnparse.parse_callgrind(
+            "events: Ir\nob=(1) /x\nfn=f\n0 5\n")["total"])
+        with self.assertRaises(ValueError):
+            insnparse.parse_callgrind("events: Dr\ntotals: 1\n")
+
+    def test_run_figures(self):
+        dump = insnparse.parse_callgrind(CALLGRIND)
+        perf = {"sent": 2, "completed": 2, "lost": 0}
+        fig = insnparse.run_figures(dump, perf, 2)
+        self.assertEqual((fig["per_query"], fig["libuv_per_query"]),
+                         (273.0, 152.5))
+        lost = insnparse.run_figures(dump, dict(perf, completed=1, lost=1),
+                                     2)
+        self.assertNotIn("per_query", lost)
+        self.assertIn("1 of 2 queries answered, 1 lost", lost["error"])
+        empty = insnparse.run_figures(dict(dump, total=None), perf, 2)
+        self.assertIn("no totals", empty["error"])
+
+
+def _series(*platforms):
+    return [{"file": "%04d-p.patch" % k, "platforms": p}
+            for k, p in enumerate(platforms, 1)]
+
+
+def _insn_report(figures, same=()):
+    """figures: {step: {server: [per_query of each run]}}."""
+    series = _series(["linux"], ["windows"], ["unix"], ["linux"])
+    todo, skipped = insnparse.steps(series)
+    for st in todo:
+        st["same_library"] = st["step"] in same
+    runs = []
+    for step, by in figures.items():
+        for sid, vals in by.items():
+            for rep, v in enumerate(vals):
+                run = {"step": step, "server": sid, "rep": rep}
+                if v is None:
+                    run["error"] = "kresd exited with 1"
+                else:
+                    run.update(per_query=v, libuv_per_query=v / 10.0)
+                runs.append(run)
+    return {"schema": insnparse.SCHEMA, "steps": todo, "skipped": skipped,
+            "runs": runs, "source": {"upstream": "v1.50.0"},
+            "machine": {"cpu": "Test CPU", "cores": 2, "kernel": "Linux 6"},
+            "tools": {"named": "BIND 9.18"}, "valgrind": "valgrind-3.19.0",
+            "quick": False, "reps": 2, "queries": 5000, "qps": 1000,
+            "created": "2026-12-04 05:00 UTC", "notes": []}
+
+
+FIGS = {0: {"named1": [1000.0, 1004.0], "kresd": [500.0, 501.0]},
+        1: {"named1": [1010.0, 1012.0], "kresd": [510.0, 510.0]},
+        3: {"named1": [1060.0, 1061.0], "kresd": [None, None]},
+        4: {"named1": [1030.0, 1030.0], "kresd": [505.0, 505.0]}}
+
+
+class InsnTableTest(unittest.TestCase):
+    def test_steps_skip_windows_only(self):
+        todo, skipped = insnparse.steps(_series(["linux"], ["windows"],
+                                                ["unix"], ["macos"]))
+        self.assertEqual([(s["step"], s["patch"]) for s in todo],
+                         [(0, None), (1, "0001-p.patch"),
+                          (3, "0003-p.patch")])
+        self.assertEqual(skipped, ["0002-p.patch", "0004-p.patch"])
+
+    def test_library_blob(self):
+        files = {"lib/libuv.so": "120000 aaa", "lib/libuv.so.1":
+                 "120000 bbb", "lib/libuv.so.1.0.0": "100644 ccc",
+                 "lib/libuv.a": "100644 ddd"}
+        self.assertEqual(insnparse.library_blob(files), "ccc")
+        self.assertIsNone(insnparse.library_blob({}))
+
+    def test_deltas_and_costliest(self):
+        report = _insn_report(FIGS)
+        got = [(st["step"], v, d) for st, v, d in
+               insnparse.deltas(report, "named1")]
+        self.assertEqual(got, [(0, 1000.0, None), (1, 1010.0, 10.0),
+                               (3, 1060.0, 50.0), (4, 1030.0, -30.0)])
+        # kresd's step 3 failed: step 4's delta is against step 1.
+        self.assertEqual(insnparse.deltas(report, "kresd")[3][2], -5.0)
+        best = insnparse.costliest(report)
+        self.assertEqual(best["patch"], "0003-p.patch")
+        self.assertEqual(set(best["by"]), {"named1"})
+        self.assertAlmostEqual(best["by"]["named1"][1], 50 / 1010.0)
+
+    def test_table_and_summary(self):
+        report = _insn_report(FIGS, same=(4,))
+        lines = insnparse.table(report)
+        self.assertEqual(len(lines), 2 + 4)
+        self.assertEqual(lines[2].split(" | ")[:4],
+                         ["| base (v1.50.0, unpatched)",
+                          "1,000 (1,000, 1,004)", "", "100"])
+        self.assertIn("| `0003-p.patch` | 1,060 (1,060, 1,061) | "
+                      "+50 (+4.95%) | 106 | not measured: kresd exited "
+                      "with 1 |", lines[4])
+        text = insnparse.render(report)
+        self.assertIn("Costliest patch: `0003-p.patch`, +50 instructions "
+                      "per query on named -n 1 (+4.95%).", text)
+        self.assertIn("its delta is the noise): `0004-p.patch`.", text)
+        self.assertIn("no Linux code: `0002-p.patch`", text)
+        self.assertIn("5000 A queries", text)
+
+    def test_no_patch_costs(self):
+        report = _insn_report({0: {"named1": [1000.0]},
+                               1: {"named1": [990.0]}})
+        self.assertIn("none adds instructions per query; the largest "
+                      "delta is `0001-p.patch`'s, -10 ",
+                      insnparse.render(report))
+        one = _insn_report({0: {"named1": [1000.0]}})
+        self.assertIsNone(insnparse.costliest(one))
+        self.assertIn("Costliest patch: none (fewer than two",
+                      insnparse.render(one))
 
 
 class Tally:
