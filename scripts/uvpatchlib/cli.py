@@ -115,19 +115,27 @@ def cmd_rebase(args, manifest):
 
 
 def cmd_bench(args, manifest):
-    from .report import analyse, bench
+    from .report import analyse, bench, compare as comparing
     compare = args.compare or []
     if len(compare) > 2:
         raise UvPatchError("--compare takes OLD.json, or OLD.json NEW.json",
                            hint="give at most two report.json files",
                            status=EXIT_USAGE)
     # Read OLD first: a bad file should cost no minutes of measuring.
-    reports = [analyse.load_report(path) for path in compare]
+    reports = [comparing.load(path) for path in compare]
     if len(reports) == 2:
-        print(analyse.compare(reports[0], reports[1]), end="")
+        print(comparing.compare(reports[0], reports[1]), end="")
         return
     from .report import dnsbench  # --only dns: named, kresd, dnsperf
     only, dns = dnsbench.split_only(args.only)
+    old_part = comparing.part(reports[0]) if reports else None
+    if reports and not (old_part in dns if old_part else only or not dns):
+        raise UvPatchError(
+            "--compare %s: a %s report, and this run writes none" % (
+                compare[0], old_part or "bench"),
+            hint="measure the same part: --only %s" % (old_part or
+                                                      "timers,udp,..."),
+            status=EXIT_USAGE)
     for name in dns:
         with Lock(args.out, "bench"):
             if name == "dns":
@@ -135,11 +143,18 @@ def cmd_bench(args, manifest):
                                    pairs=args.pairs,
                                    report_path=args.report,
                                    source=args.source), end="")
+                written = "dns-report.json"
             else:
                 from .report import dnsinsn  # valgrind's callgrind
                 print(dnsinsn.run(manifest, args.out, quick=args.quick,
                                   reps=args.pairs, report_path=args.report,
                                   source=args.source), end="")
+                written = "dns-insn-report.json"
+        if old_part == name:
+            path = os.path.join(dnsbench.report_folder(
+                args.out, args.report), written)
+            print(comparing.compare(reports[0], comparing.load(path)),
+                  end="")
     if dns and not only:
         return
     with Lock(args.out, "bench"):
@@ -147,7 +162,7 @@ def cmd_bench(args, manifest):
                               only=only, report_path=args.report,
                               source=args.source)
     print(json_path[:-5] + ".md")
-    if reports:
+    if reports and not old_part:
         print(analyse.compare(reports[0], analyse.load_report(json_path)),
               end="")
 
@@ -172,9 +187,10 @@ def _add_bench_options(p):
                         "plots go next to it")
     p.add_argument("--compare", nargs="+", metavar="JSON",
                    help="OLD.json: measure, then print the differences "
-                        "from that earlier report.json; OLD.json NEW.json: "
-                        "print the differences between two reports, "
-                        "without measuring")
+                        "from that earlier report.json (or dns-report.json, "
+                        "dns-insn-report.json: the same part); OLD.json "
+                        "NEW.json: print the differences between two "
+                        "reports of one kind, without measuring")
 
 
 def _add_rebase_options(p):

@@ -4,16 +4,17 @@ report's medians and table, --only's split, and the smoke's SKIP."""
 
 import contextlib
 import io
+import json
 import os
 import shutil
 import tempfile
 import unittest
 from unittest import mock
 
-import fixture  # noqa: F401  (puts scripts/ on sys.path)
+from fixture import World  # (and scripts/ on sys.path)
 
 from uvpatchlib import cli
-from uvpatchlib.report import dnsbench, dnsparse, insnparse
+from uvpatchlib.report import compare, dnsbench, dnsparse, insnparse
 from uvpatchlib.errors import UvPatchError
 
 DNSPERF = """DNS Performance Testing Tool
@@ -285,8 +286,10 @@ class OnlyTest(unittest.TestCase):
                                         "--pairs", "3", "--quick"])
         self.assertEqual((args.only, args.pairs, args.quick),
                          (["dns"], 3, True))
-        args = cli.parser().parse_args(["bench", "--only", "dns-insn"])
-        self.assertEqual(args.only, ["dns-insn"])
+        args = cli.parser().parse_args(["bench", "--only", "dns-insn",
+                                        "--compare", "old.json"])
+        self.assertEqual((args.only, args.compare),
+                         (["dns-insn"], ["old.json"]))
 
     def test_rounds_interleave(self):
         from uvpatchlib.report.figures import rounds
@@ -458,6 +461,84 @@ class InsnTableTest(unittest.TestCase):
         self.assertIsNone(insnparse.costliest(one))
         self.assertIn("Costliest patch: none (fewer than two",
                       insnparse.render(one))
+
+
+class CompareTest(unittest.TestCase):
+    def write(self, data):
+        folder = tempfile.mkdtemp(prefix="uvpatch-test-")
+        self.addCleanup(shutil.rmtree, folder, True)
+        path = os.path.join(folder, "r.json")
+        with open(path, "w") as f:
+            json.dump(data, f)
+        return path
+
+    def test_insn_reports(self):
+        old = _insn_report(FIGS)
+        figs = dict(FIGS)
+        figs[3] = {"named1": [1040.0], "kresd": [520.0]}
+        new = compare.load(self.write(_insn_report(figs)))
+        text = compare.compare(compare.load(self.write(old)), new)
+        self.assertIn("0003-p.patch named -n 1 (instr/query): 1060 -> 1040 "
+                      "(-1.9%)", text)
+        self.assertIn("0003-p.patch kresd (instr/query): not measured -> "
+                      "520", text)
+        self.assertIn("base named -n 1 (instr/query): 1000 -> 1000 (+0.0%)",
+                      text)
+
+    def test_dns_reports(self):
+        def report(qps):
+            runs = [_run("named1", name, 0, qps=q, lost=0)
+                    for name, q in zip(("base", "patched"), qps)]
+            return {"schema": dnsparse.SCHEMA, "rows": dnsparse.rows(runs),
+                    "machine": {"cpu": "A"}, "source": {"upstream": "v1"},
+                    "tools": {"named": "9.18"}}
+        old = compare.load(self.write(report((100, 110))))
+        new = compare.load(self.write(report((100, 121))))
+        self.assertEqual(compare.part(old), "dns")
+        text = compare.compare(old, new)
+        self.assertIn("named1.qps (1/s): base 100 -> 100 (+0.0%); patched "
+                      "110 -> 121 (+10.0%)", text)
+        self.assertIn("kresd.qps (1/s): base not measured in either", text)
+
+    def test_refuses_mixed_or_broken(self):
+        dns = {"schema": dnsparse.SCHEMA, "rows": [], "machine": {},
+               "source": {}}
+        with self.assertRaises(UvPatchError) as e:
+            compare.compare(dns, _insn_report(FIGS))
+        self.assertIn("different kinds (dns and dns-insn)",
+                      e.exception.message)
+        with self.assertRaises(UvPatchError) as e:
+            compare.load(self.write({"schema": insnparse.SCHEMA}))
+        self.assertIn("not a whole dns-insn report", e.exception.message)
+        with self.assertRaises(UvPatchError) as e:
+            compare.load(self.write({"schema": "other"}))
+        self.assertIn("is not a bench report", e.exception.message)
+
+
+class CompareCommandTest(World):
+    def dns_file(self, qps):
+        runs = [_run("kresd", name, 0, qps=q) for name, q in
+                zip(("base", "patched"), qps)]
+        path = os.path.join(self.tmp, "dns-%d.json" % qps[1])
+        with open(path, "w") as f:
+            json.dump({"schema": dnsparse.SCHEMA, "machine": {},
+                       "source": {}, "tools": {},
+                       "rows": dnsparse.rows(runs)}, f)
+        return path
+
+    def test_two_dns_reports(self):
+        res = self.tool("bench", "--compare", self.dns_file((50, 60)),
+                        self.dns_file((50, 66)))
+        self.assertEqual(res.returncode, 0, res.stderr)
+        self.assertIn("kresd.qps (1/s): base 50 -> 50 (+0.0%); patched 60 "
+                      "-> 66 (+10.0%)", res.stdout)
+
+    def test_old_dns_report_needs_the_dns_part(self):
+        res = self.tool("bench", "--only", "udp", "--compare",
+                        self.dns_file((50, 60)))
+        self.assertFails(res, "a dns report, and this run writes none",
+                         "--only dns")
+        self.assertNotIn("=== build", res.stderr)
 
 
 class Tally:
