@@ -399,9 +399,9 @@ def _insn_report(figures, same=()):
             "created": "2026-12-04 05:00 UTC", "notes": []}
 
 
-FIGS = {0: {"named1": [1000.0, 1004.0], "kresd": [500.0, 501.0]},
-        1: {"named1": [1010.0, 1012.0], "kresd": [510.0, 510.0]},
-        3: {"named1": [1060.0, 1061.0], "kresd": [None, None]},
+FIGS = {0: {"named1": [1002.0, 998.0], "kresd": [501.0, 499.0]},
+        1: {"named1": [1008.0, 1012.0], "kresd": [510.0, 510.0]},
+        3: {"named1": [1059.0, 1061.0], "kresd": [None, None]},
         4: {"named1": [1030.0, 1030.0], "kresd": [505.0, 505.0]}}
 
 
@@ -440,8 +440,8 @@ class InsnTableTest(unittest.TestCase):
         self.assertEqual(len(lines), 2 + 4)
         self.assertEqual(lines[2].split(" | ")[:4],
                          ["| base (v1.50.0, unpatched)",
-                          "1,000 (1,000, 1,004)", "", "100"])
-        self.assertIn("| `0003-p.patch` | 1,060 (1,060, 1,061) | "
+                          "1,000 (1,002, 998)", "", "100"])
+        self.assertIn("| `0003-p.patch` | 1,060 (1,059, 1,061) | "
                       "+50 (+4.95%) | 106 | not measured: kresd exited "
                       "with 1 |", lines[4])
         text = insnparse.render(report)

@@ -9,6 +9,7 @@ everything here is a pure function of its arguments.
 
 import re
 
+from .analyse import median
 from .figures import fmt
 
 SCHEMA = "uvpatch-bench-dns-insn/1"
@@ -135,10 +136,12 @@ def values(report, step, server, key="per_query"):
 
 
 def figure(report, step, server, key="per_query"):
-    """The step's figure: the lowest of its runs (the count has only
-    upward noise: more wake-ups, fewer queries a batch), or None."""
+    """The step's figure: the median of its runs, or None. The noise
+    goes both ways (a loaded machine batches queries, fewer instructions
+    each; timers and the allocator's work add some), so neither the
+    lowest nor the highest run is the true one."""
     found = values(report, step, server, key)
-    return min(found) if found else None
+    return median(found) if found else None
 
 
 def deltas(report, server):
@@ -195,7 +198,8 @@ def _cell(report, step, server):
         return "not measured" + (": " + errors[0] if errors else "")
     if len(found) == 1:
         return _num(found[0])
-    return "%s (%s)" % (_num(min(found)), ", ".join(_num(v) for v in found))
+    return "%s (%s)" % (_num(median(found)),
+                        ", ".join(_num(v) for v in found))
 
 
 def label(step, report):
@@ -206,8 +210,8 @@ def label(step, report):
 
 def table(report):
     """The Markdown table: per step, per server the instructions per
-    answered query (the lowest run, then every run), the delta against
-    the step before and libuv's own part."""
+    answered query (the median, then every run), the delta against
+    the step before and libuv's own part (median)."""
     head = ["prefix (up to and including)"]
     for _, name in SERVERS:
         head += ["%s instr/query" % name, "Δ vs previous",
@@ -280,8 +284,10 @@ def render(report):
            "answered before the next comes. A figure is the server's user-space "
            "instructions over that pass (every thread and library; the "
            "kernel's work is not counted) divided by the answered "
-           "queries: the lowest of %d run(s), then each run. A run that "
-           "lost a query counts nothing." % (
+           "queries: the median of %d run(s), then each run in the "
+           "order they ran (odd runs go through the prefixes backwards); "
+           "\"in libuv.so\": the part counted inside libuv's shared "
+           "library (median). A run that lost a query counts nothing." % (
                report["queries"], report["qps"], report["reps"]), ""]
     out += table(report)
     out += [""] + summary_lines(report)
