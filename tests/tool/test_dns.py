@@ -432,7 +432,13 @@ class InsnTableTest(unittest.TestCase):
         best = insnparse.costliest(report)
         self.assertEqual(best["patch"], "0003-p.patch")
         self.assertEqual(set(best["by"]), {"named1"})
-        self.assertAlmostEqual(best["by"]["named1"][1], 50 / 1010.0)
+        d, dall, rel = best["by"]["named1"]
+        self.assertAlmostEqual(d, 5.0)
+        self.assertAlmostEqual(dall, 50.0)
+        self.assertAlmostEqual(rel, 50 / 1010.0)
+        self.assertEqual(insnparse.spread(report, "named1"), 4.0)
+        self.assertIsNone(insnparse.spread(_insn_report(
+            {0: {"named1": [5.0]}}), "named1"))
 
     def test_table_and_summary(self):
         report = _insn_report(FIGS, same=(4,))
@@ -445,8 +451,11 @@ class InsnTableTest(unittest.TestCase):
                       "+50 (+4.95%) | 106 | not measured: kresd exited "
                       "with 1 |", lines[4])
         text = insnparse.render(report)
-        self.assertIn("Costliest patch: `0003-p.patch`, +50 instructions "
-                      "per query on named -n 1 (+4.95%).", text)
+        self.assertIn("inside libuv.so (all that a patch changes): "
+                      "`0003-p.patch`, +5 in libuv.so and +50 (+4.95%) in "
+                      "all on named -n 1.", text)
+        self.assertIn("prefix (instructions per query): named -n 1 4 in "
+                      "all, 0 in libuv.so; kresd 2 in all, 0 in", text)
         self.assertIn("its delta is the noise): `0004-p.patch`.", text)
         self.assertIn("no Linux code: `0002-p.patch`", text)
         self.assertIn("5000 A queries", text)
@@ -454,9 +463,9 @@ class InsnTableTest(unittest.TestCase):
     def test_no_patch_costs(self):
         report = _insn_report({0: {"named1": [1000.0]},
                                1: {"named1": [990.0]}})
-        self.assertIn("none adds instructions per query; the largest "
-                      "delta is `0001-p.patch`'s, -10 ",
-                      insnparse.render(report))
+        self.assertIn("none adds any; the largest delta is "
+                      "`0001-p.patch`'s, -1 in libuv.so and -10 (-1.00%) "
+                      "in all on named -n 1.", insnparse.render(report))
         one = _insn_report({0: {"named1": [1000.0]}})
         self.assertIsNone(insnparse.costliest(one))
         self.assertIn("Costliest patch: none (fewer than two",

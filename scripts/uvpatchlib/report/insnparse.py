@@ -144,11 +144,11 @@ def figure(report, step, server, key="per_query"):
     return median(found) if found else None
 
 
-def deltas(report, server):
+def deltas(report, server, key="per_query"):
     """[(step, figure, delta vs the step before or None)] in order."""
     out, before = [], None
     for st in report["steps"]:
-        value = figure(report, st["step"], server)
+        value = figure(report, st["step"], server, key)
         delta = None if value is None or before is None else \
             value - before
         out.append((st, value, delta))
@@ -158,24 +158,39 @@ def deltas(report, server):
 
 
 def costliest(report):
-    """The patch with the largest delta, over the servers (the mean of
-    its relative deltas): {"patch", "step", "by": {server: (delta,
-    relative)}, "mean"}, or None when fewer than two steps were
-    measured."""
+    """The patch that adds the most instructions per query inside
+    libuv.so, both servers added: a patch changes nothing else, and the
+    rest of a server's count moves between runs of one library by more
+    than most patches' deltas. {"patch", "step", "libuv": the sum, "by":
+    {server: (libuv delta, delta of all, relative delta of all)}}, or
+    None when fewer than two steps were measured."""
     best = None
-    per = {sid: {st["step"]: (d, d / (v - d)) for st, v, d in
-                 deltas(report, sid) if d is not None and v != d}
-           for sid, _ in SERVERS}
+    per = {}
+    for sid, _ in SERVERS:
+        whole = {st["step"]: (v, d) for st, v, d in deltas(report, sid)}
+        for st, _, d in deltas(report, sid, "libuv_per_query"):
+            v, dall = whole[st["step"]]
+            if d is not None and dall is not None:
+                per.setdefault(st["step"], {})[sid] = (d, dall,
+                                                       dall / (v - dall))
     for st in report["steps"][1:]:
-        found = {sid: per[sid][st["step"]] for sid in per
-                 if st["step"] in per[sid]}
+        found = per.get(st["step"])
         if not found:
             continue
-        mean = sum(rel for _, rel in found.values()) / len(found)
-        if best is None or mean > best["mean"]:
+        total = sum(d for d, _, _ in found.values())
+        if best is None or total > best["libuv"]:
             best = {"patch": st["patch"], "step": st["step"], "by": found,
-                    "mean": mean}
+                    "libuv": total}
     return best
+
+
+def spread(report, server, key="per_query"):
+    """The largest difference between two runs of one prefix, or None."""
+    found = [max(v) - min(v) for v in (values(report, st["step"], server,
+                                              key)
+                                       for st in report["steps"])
+             if len(v) > 1]
+    return max(found) if found else None
 
 
 def _num(v):
@@ -239,16 +254,26 @@ def summary_lines(report):
         out.append("Costliest patch: none (fewer than two prefixes "
                    "measured).")
     else:
-        parts = ["%+.0f instructions per query on %s (%+.2f%%)" % (
-            best["by"][sid][0], name, 100.0 * best["by"][sid][1])
+        parts = ["%+.0f in libuv.so and %+.0f (%+.2f%%) in all on %s" % (
+            best["by"][sid][0], best["by"][sid][1],
+            100.0 * best["by"][sid][2], name)
             for sid, name in SERVERS if sid in best["by"]]
-        if best["mean"] > 0:
-            out.append("Costliest patch: `%s`, %s." % (best["patch"],
-                                                       ", ".join(parts)))
+        head = "Costliest patch, by the instructions per query it adds " \
+            "inside libuv.so (all that a patch changes)"
+        if best["libuv"] > 0:
+            out.append("%s: `%s`, %s." % (head, best["patch"],
+                                          "; ".join(parts)))
         else:
-            out.append("Costliest patch: none adds instructions per query; "
-                       "the largest delta is `%s`'s, %s." % (
-                           best["patch"], ", ".join(parts)))
+            out.append("%s: none adds any; the largest delta is `%s`'s, "
+                       "%s." % (head, best["patch"], "; ".join(parts)))
+    noise = ["%s %s in all, %s in libuv.so" % (
+        name, _num(spread(report, sid)),
+        _num(spread(report, sid, "libuv_per_query")))
+        for sid, name in SERVERS if spread(report, sid) is not None]
+    if noise:
+        out.append("The noise, the largest difference between two runs "
+                   "of one prefix (instructions per query): %s. A delta "
+                   "below it is not a price." % "; ".join(noise))
     same = [st["patch"] for st in report["steps"][1:]
             if st.get("same_library")]
     if same:
