@@ -293,7 +293,7 @@ def render(report):
     out = ["# DNS servers: instructions per answered query, prefix by "
            "prefix", "",
            "Measured by `scripts/uvpatch bench --only dns-insn%s` on libuv "
-           "%s, %s. Machine: %s, %s cores, %s. valgrind %s; %s." % (
+           "%s, %s. Machine: %s, %s cores, %s. %s; %s." % (
                " --quick" if report["quick"] else "",
                report["source"]["upstream"], report["created"],
                m.get("cpu"), m.get("cores"), m.get("kernel"),
