@@ -115,32 +115,54 @@ def cmd_rebase(args, manifest):
 
 
 def cmd_bench(args, manifest):
-    from .report import analyse, bench
+    from .report import analyse, bench, compare as comparing
     compare = args.compare or []
     if len(compare) > 2:
         raise UvPatchError("--compare takes OLD.json, or OLD.json NEW.json",
                            hint="give at most two report.json files",
                            status=EXIT_USAGE)
     # Read OLD first: a bad file should cost no minutes of measuring.
-    reports = [analyse.load_report(path) for path in compare]
+    reports = [comparing.load(path) for path in compare]
     if len(reports) == 2:
-        print(analyse.compare(reports[0], reports[1]), end="")
+        print(comparing.compare(reports[0], reports[1]), end="")
         return
     from .report import dnsbench  # --only dns: named, kresd, dnsperf
     only, dns = dnsbench.split_only(args.only)
-    if dns:
+    old_part = comparing.part(reports[0]) if reports else None
+    if reports and not (old_part in dns if old_part else only or not dns):
+        raise UvPatchError(
+            "--compare %s: a %s report, and this run writes none" % (
+                compare[0], old_part or "bench"),
+            hint="measure the same part: --only %s" % (old_part or
+                                                      "timers,udp,..."),
+            status=EXIT_USAGE)
+    for name in dns:
         with Lock(args.out, "bench"):
-            print(dnsbench.run(manifest, args.out, quick=args.quick,
-                               pairs=args.pairs, report_path=args.report,
-                               source=args.source), end="")
-        if not only:
-            return
+            if name == "dns":
+                print(dnsbench.run(manifest, args.out, quick=args.quick,
+                                   pairs=args.pairs,
+                                   report_path=args.report,
+                                   source=args.source), end="")
+                written = "dns-report.json"
+            else:
+                from .report import dnsinsn  # valgrind's callgrind
+                print(dnsinsn.run(manifest, args.out, quick=args.quick,
+                                  reps=args.pairs, report_path=args.report,
+                                  source=args.source), end="")
+                written = "dns-insn-report.json"
+        if old_part == name:
+            path = os.path.join(dnsbench.report_folder(
+                args.out, args.report), written)
+            print(comparing.compare(reports[0], comparing.load(path)),
+                  end="")
+    if dns and not only:
+        return
     with Lock(args.out, "bench"):
         json_path = bench.run(manifest, args.out, quick=args.quick,
                               only=only, report_path=args.report,
                               source=args.source)
     print(json_path[:-5] + ".md")
-    if reports:
+    if reports and not old_part:
         print(analyse.compare(reports[0], analyse.load_report(json_path)),
               end="")
 
@@ -150,21 +172,25 @@ def _add_bench_options(p):
                    help="a short run (about a minute): proves it works, "
                         "figures are rough")
     p.add_argument("--only", action="append", metavar="PART",
-                   help="timers|udp|errqueue|tool|dns (repeat or "
-                        "separate by commas; default: all but dns, which "
-                        "runs named, kresd and dnsperf)")
+                   help="timers|udp|errqueue|tool|dns|dns-insn (repeat "
+                        "or separate by commas; default: all but dns, "
+                        "which runs named, kresd and dnsperf, and "
+                        "dns-insn, which runs them under valgrind for "
+                        "each prefix of the series)")
     p.add_argument("--pairs", type=int, metavar="N",
                    help="dns: base/patched pairs of runs (default 8, "
-                        "--quick 1)")
+                        "--quick 1); dns-insn: runs per prefix (default "
+                        "2, --quick 1)")
     p.add_argument("--report", metavar="FILE",
                    help="where the Markdown report goes (default: "
                         "out/bench/report.md); report.json and the SVG "
                         "plots go next to it")
     p.add_argument("--compare", nargs="+", metavar="JSON",
                    help="OLD.json: measure, then print the differences "
-                        "from that earlier report.json; OLD.json NEW.json: "
-                        "print the differences between two reports, "
-                        "without measuring")
+                        "from that earlier report.json (or dns-report.json, "
+                        "dns-insn-report.json: the same part); OLD.json "
+                        "NEW.json: print the differences between two "
+                        "reports of one kind, without measuring")
 
 
 def _add_rebase_options(p):

@@ -4,16 +4,17 @@ report's medians and table, --only's split, and the smoke's SKIP."""
 
 import contextlib
 import io
+import json
 import os
 import shutil
 import tempfile
 import unittest
 from unittest import mock
 
-import fixture  # noqa: F401  (puts scripts/ on sys.path)
+from fixture import World  # (and scripts/ on sys.path)
 
 from uvpatchlib import cli
-from uvpatchlib.report import dnsbench, dnsparse
+from uvpatchlib.report import compare, dnsbench, dnsparse, insnparse
 from uvpatchlib.errors import UvPatchError
 
 DNSPERF = """DNS Performance Testing Tool
@@ -272,23 +273,281 @@ class ReportTest(unittest.TestCase):
 
 class OnlyTest(unittest.TestCase):
     def test_split(self):
-        self.assertEqual(dnsbench.split_only(None), (None, False))
-        self.assertEqual(dnsbench.split_only(["dns"]), (None, True))
+        self.assertEqual(dnsbench.split_only(None), (None, []))
+        self.assertEqual(dnsbench.split_only(["dns"]), (None, ["dns"]))
         self.assertEqual(dnsbench.split_only(["udp,dns", "tool"]),
-                         (["udp", "tool"], True))
-        self.assertEqual(dnsbench.split_only(["udp"]), (["udp"], False))
+                         (["udp", "tool"], ["dns"]))
+        self.assertEqual(dnsbench.split_only(["udp"]), (["udp"], []))
+        self.assertEqual(dnsbench.split_only(["dns-insn,dns", "dns"]),
+                         (None, ["dns-insn", "dns"]))
 
     def test_options(self):
         args = cli.parser().parse_args(["bench", "--only", "dns",
                                         "--pairs", "3", "--quick"])
         self.assertEqual((args.only, args.pairs, args.quick),
                          (["dns"], 3, True))
+        args = cli.parser().parse_args(["bench", "--only", "dns-insn",
+                                        "--compare", "old.json"])
+        self.assertEqual((args.only, args.compare),
+                         (["dns-insn"], ["old.json"]))
 
     def test_rounds_interleave(self):
         from uvpatchlib.report.figures import rounds
         order = [(r, n) for r, n, _ in rounds(2, {"base": 1, "patched": 2})]
         self.assertEqual(order, [(0, "base"), (0, "patched"),
                                  (1, "patched"), (1, "base")])
+
+
+# A callgrind dump as valgrind 3.19 writes it (name compression on); the
+# cost line after calls= is the call's inclusive cost, not added again.
+CALLGRIND = """# callgrind format
+version: 1
+creator: callgrind-3.19.0
+cmd:  /usr/sbin/named -f -n 1 -c named.conf
+positions: line
+events: Ir
+summary: 0
+
+ob=(1) /usr/lib/x86_64-linux-gnu/libc.so.6
+fl=(1) ???
+fn=(1) clock_gettime
+0 100
++2 20
+
+ob=(2) /p/lib/libuv.so.1.0.0
+fl=(2) ???
+fn=(2) uv__udp_io
+0 300
+cob=(1)
+cfi=(1)
+cfn=(1)
+calls=3 0
+0 120
+* 5
+ob=(1)
+fn=(1)
+-1 1
+
+totals: 546
+"""
+
+
+class CallgrindTest(unittest.TestCase):
+    def test_totals_and_objects(self):
+        got = insnparse.parse_callgrind(CALLGRIND)
+        self.assertEqual(got["total"], 546)
+        self.assertEqual(got["objects"], {
+            "/usr/lib/x86_64-linux-gnu/libc.so.6": 121,
+            "/p/lib/libuv.so.1.0.0": 305})
+        self.assertEqual(got["summed"], 426)
+        self.assertEqual(insnparse.libuv_cost(got["objects"]), 305)
+
+    def test_two_positions_and_events(self):
+        text = ("positions: instr line\nevents: Dr Ir\n"
+                "ob=/lib/libuv.so.1\nfn=f\n0x10 3 7 9\n+4 * 2 5\n"
+                "totals: 9 14\n")
+        got = insnparse.parse_callgrind(text)
+        self.assertEqual(got["total"], 14)
+        self.assertEqual(got["objects"], {"/lib/libuv.so.1": 14})
+
+    def test_no_totals_and_no_event(self):
+        self.assertIsNone(insnparse.parse_callgrind(
+            "events: Ir\nob=(1) /x\nfn=f\n0 5\n")["total"])
+        with self.assertRaises(ValueError):
+            insnparse.parse_callgrind("events: Dr\ntotals: 1\n")
+
+    def test_run_figures(self):
+        dump = insnparse.parse_callgrind(CALLGRIND)
+        perf = {"sent": 2, "completed": 2, "lost": 0}
+        fig = insnparse.run_figures(dump, perf, 2)
+        self.assertEqual((fig["per_query"], fig["libuv_per_query"]),
+                         (273.0, 152.5))
+        lost = insnparse.run_figures(dump, dict(perf, completed=1, lost=1),
+                                     2)
+        self.assertNotIn("per_query", lost)
+        self.assertIn("1 of 2 queries answered, 1 lost", lost["error"])
+        empty = insnparse.run_figures(dict(dump, total=None), perf, 2)
+        self.assertIn("no totals", empty["error"])
+
+
+def _series(*platforms):
+    return [{"file": "%04d-p.patch" % k, "platforms": p}
+            for k, p in enumerate(platforms, 1)]
+
+
+def _insn_report(figures, same=()):
+    """figures: {step: {server: [per_query of each run]}}."""
+    series = _series(["linux"], ["windows"], ["unix"], ["linux"])
+    todo, skipped = insnparse.steps(series)
+    for st in todo:
+        st["same_library"] = st["step"] in same
+    runs = []
+    for step, by in figures.items():
+        for sid, vals in by.items():
+            for rep, v in enumerate(vals):
+                run = {"step": step, "server": sid, "rep": rep}
+                if v is None:
+                    run["error"] = "kresd exited with 1"
+                else:
+                    run.update(per_query=v, libuv_per_query=v / 10.0)
+                runs.append(run)
+    return {"schema": insnparse.SCHEMA, "steps": todo, "skipped": skipped,
+            "runs": runs, "source": {"upstream": "v1.50.0"},
+            "machine": {"cpu": "Test CPU", "cores": 2, "kernel": "Linux 6"},
+            "tools": {"named": "BIND 9.18"}, "valgrind": "valgrind-3.19.0",
+            "quick": False, "reps": 2, "queries": 5000, "qps": 1000,
+            "created": "2026-12-04 05:00 UTC", "notes": []}
+
+
+FIGS = {0: {"named1": [1002.0, 998.0], "kresd": [501.0, 499.0]},
+        1: {"named1": [1008.0, 1012.0], "kresd": [510.0, 510.0]},
+        3: {"named1": [1059.0, 1061.0], "kresd": [None, None]},
+        4: {"named1": [1030.0, 1030.0], "kresd": [505.0, 505.0]}}
+
+
+class InsnTableTest(unittest.TestCase):
+    def test_steps_skip_windows_only(self):
+        todo, skipped = insnparse.steps(_series(["linux"], ["windows"],
+                                                ["unix"], ["macos"]))
+        self.assertEqual([(s["step"], s["patch"]) for s in todo],
+                         [(0, None), (1, "0001-p.patch"),
+                          (3, "0003-p.patch")])
+        self.assertEqual(skipped, ["0002-p.patch", "0004-p.patch"])
+
+    def test_library_blob(self):
+        files = {"lib/libuv.so": "120000 aaa", "lib/libuv.so.1":
+                 "120000 bbb", "lib/libuv.so.1.0.0": "100644 ccc",
+                 "lib/libuv.a": "100644 ddd"}
+        self.assertEqual(insnparse.library_blob(files), "ccc")
+        self.assertIsNone(insnparse.library_blob({}))
+
+    def test_deltas_and_costliest(self):
+        report = _insn_report(FIGS)
+        got = [(st["step"], v, d) for st, v, d in
+               insnparse.deltas(report, "named1")]
+        self.assertEqual(got, [(0, 1000.0, None), (1, 1010.0, 10.0),
+                               (3, 1060.0, 50.0), (4, 1030.0, -30.0)])
+        # kresd's step 3 failed: step 4's delta is against step 1.
+        self.assertEqual(insnparse.deltas(report, "kresd")[3][2], -5.0)
+        best = insnparse.costliest(report)
+        self.assertEqual(best["patch"], "0003-p.patch")
+        self.assertEqual(set(best["by"]), {"named1"})
+        d, dall, rel = best["by"]["named1"]
+        self.assertAlmostEqual(d, 5.0)
+        self.assertAlmostEqual(dall, 50.0)
+        self.assertAlmostEqual(rel, 50 / 1010.0)
+        self.assertEqual(insnparse.spread(report, "named1"), 4.0)
+        self.assertIsNone(insnparse.spread(_insn_report(
+            {0: {"named1": [5.0]}}), "named1"))
+
+    def test_table_and_summary(self):
+        report = _insn_report(FIGS, same=(4,))
+        lines = insnparse.table(report)
+        self.assertEqual(len(lines), 2 + 4)
+        self.assertEqual(lines[2].split(" | ")[:4],
+                         ["| base (v1.50.0, unpatched)",
+                          "1,000 (1,002, 998)", "", "100"])
+        self.assertIn("| `0003-p.patch` | 1,060 (1,059, 1,061) | "
+                      "+50 (+4.95%) | 106 | not measured: kresd exited "
+                      "with 1 |", lines[4])
+        text = insnparse.render(report)
+        self.assertIn("inside libuv.so (all that a patch changes): "
+                      "`0003-p.patch`, +5 in libuv.so and +50 (+4.95%) in "
+                      "all on named -n 1.", text)
+        self.assertIn("prefix (instructions per query): named -n 1 4 in "
+                      "all, 0 in libuv.so; kresd 2 in all, 0 in", text)
+        self.assertIn("its delta is the noise): `0004-p.patch`.", text)
+        self.assertIn("no Linux code: `0002-p.patch`", text)
+        self.assertIn("5000 A queries", text)
+
+    def test_no_patch_costs(self):
+        report = _insn_report({0: {"named1": [1000.0]},
+                               1: {"named1": [990.0]}})
+        self.assertIn("none adds any; the largest delta is "
+                      "`0001-p.patch`'s, -1 in libuv.so and -10 (-1.00%) "
+                      "in all on named -n 1.", insnparse.render(report))
+        one = _insn_report({0: {"named1": [1000.0]}})
+        self.assertIsNone(insnparse.costliest(one))
+        self.assertIn("Costliest patch: none (fewer than two",
+                      insnparse.render(one))
+
+
+class CompareTest(unittest.TestCase):
+    def write(self, data):
+        folder = tempfile.mkdtemp(prefix="uvpatch-test-")
+        self.addCleanup(shutil.rmtree, folder, True)
+        path = os.path.join(folder, "r.json")
+        with open(path, "w") as f:
+            json.dump(data, f)
+        return path
+
+    def test_insn_reports(self):
+        old = _insn_report(FIGS)
+        figs = dict(FIGS)
+        figs[3] = {"named1": [1040.0], "kresd": [520.0]}
+        new = compare.load(self.write(_insn_report(figs)))
+        text = compare.compare(compare.load(self.write(old)), new)
+        self.assertIn("0003-p.patch named -n 1 (instr/query): 1060 -> 1040 "
+                      "(-1.9%)", text)
+        self.assertIn("0003-p.patch kresd (instr/query): not measured -> "
+                      "520", text)
+        self.assertIn("base named -n 1 (instr/query): 1000 -> 1000 (+0.0%)",
+                      text)
+
+    def test_dns_reports(self):
+        def report(qps):
+            runs = [_run("named1", name, 0, qps=q, lost=0)
+                    for name, q in zip(("base", "patched"), qps)]
+            return {"schema": dnsparse.SCHEMA, "rows": dnsparse.rows(runs),
+                    "machine": {"cpu": "A"}, "source": {"upstream": "v1"},
+                    "tools": {"named": "9.18"}}
+        old = compare.load(self.write(report((100, 110))))
+        new = compare.load(self.write(report((100, 121))))
+        self.assertEqual(compare.part(old), "dns")
+        text = compare.compare(old, new)
+        self.assertIn("named1.qps (1/s): base 100 -> 100 (+0.0%); patched "
+                      "110 -> 121 (+10.0%)", text)
+        self.assertIn("kresd.qps (1/s): base not measured in either", text)
+
+    def test_refuses_mixed_or_broken(self):
+        dns = {"schema": dnsparse.SCHEMA, "rows": [], "machine": {},
+               "source": {}}
+        with self.assertRaises(UvPatchError) as e:
+            compare.compare(dns, _insn_report(FIGS))
+        self.assertIn("different kinds (dns and dns-insn)",
+                      e.exception.message)
+        with self.assertRaises(UvPatchError) as e:
+            compare.load(self.write({"schema": insnparse.SCHEMA}))
+        self.assertIn("not a whole dns-insn report", e.exception.message)
+        with self.assertRaises(UvPatchError) as e:
+            compare.load(self.write({"schema": "other"}))
+        self.assertIn("is not a bench report", e.exception.message)
+
+
+class CompareCommandTest(World):
+    def dns_file(self, qps):
+        runs = [_run("kresd", name, 0, qps=q) for name, q in
+                zip(("base", "patched"), qps)]
+        path = os.path.join(self.tmp, "dns-%d.json" % qps[1])
+        with open(path, "w") as f:
+            json.dump({"schema": dnsparse.SCHEMA, "machine": {},
+                       "source": {}, "tools": {},
+                       "rows": dnsparse.rows(runs)}, f)
+        return path
+
+    def test_two_dns_reports(self):
+        res = self.tool("bench", "--compare", self.dns_file((50, 60)),
+                        self.dns_file((50, 66)))
+        self.assertEqual(res.returncode, 0, res.stderr)
+        self.assertIn("kresd.qps (1/s): base 50 -> 50 (+0.0%); patched 60 "
+                      "-> 66 (+10.0%)", res.stdout)
+
+    def test_old_dns_report_needs_the_dns_part(self):
+        res = self.tool("bench", "--only", "udp", "--compare",
+                        self.dns_file((50, 60)))
+        self.assertFails(res, "a dns report, and this run writes none",
+                         "--only dns")
+        self.assertNotIn("=== build", res.stderr)
 
 
 class Tally:

@@ -154,11 +154,13 @@ def install_dir(variant):
     return os.path.join(variant.dir, "install")
 
 
-def install(manifest, variant, prefix):
+def install(manifest, variant, prefix, applied=None):
     """Builds ``variant``'s shared and static libuv configured for
     ``prefix``, installs it with CMake's install rules beside the prefix,
     writes the provenance file there and swaps the whole in. Returns
-    {relative path: "mode blob-id"} of what was installed."""
+    {relative path: "mode blob-id"} of what was installed. ``applied``,
+    (commit of out/src, its series entries), names a prefix of the
+    series that ``variant.source`` holds (bench --only dns-insn)."""
     real = os.path.realpath(prefix)
     _check_place(prefix, real, manifest)
     proc.step("install %s into %s" % (variant.name, real))
@@ -170,8 +172,9 @@ def install(manifest, variant, prefix):
         "-DBUILD_TESTING=OFF", "-DLIBUV_BUILD_TESTS=OFF",
         "-DLIBUV_BUILD_BENCH=OFF", "-DLIBUV_BUILD_SHARED=ON"])
     _ninja(build_dir)
-    source = proc.git_out(["rev-parse", ("HEAD" if variant.patched
-                                         else BASE_TAG) + "^{tree}"],
+    rev = applied[0] if applied else "HEAD" if variant.patched \
+        else BASE_TAG
+    source = proc.git_out(["rev-parse", rev + "^{tree}"],
                           cwd=os.path.join(variant.out, "src"))
     extra = {"installed_from": {"tree": source, "target": variant.target,
                                 "config": variant.config}}
@@ -180,7 +183,8 @@ def install(manifest, variant, prefix):
         _check_content(prefix, real)
         new = _beside(real, "new")
         try:
-            files = _stage(manifest, variant, build_dir, new, extra)
+            files = _stage(manifest, variant, build_dir, new, extra,
+                           applied[1] if applied else None)
         except BaseException:
             remove_tree(new)
             raise
@@ -192,7 +196,7 @@ def install(manifest, variant, prefix):
     return files
 
 
-def _stage(manifest, variant, build_dir, new, extra):
+def _stage(manifest, variant, build_dir, new, extra, series=None):
     """CMake's install into ``new`` (the files still name the prefix they
     were configured for), and the provenance file."""
     cmd = ["cmake", "--install", build_dir, "--prefix", new]
@@ -219,7 +223,7 @@ def _stage(manifest, variant, build_dir, new, extra):
         files, tree = file_ids(new)
         write_atomic(os.path.join(new, *PROVENANCE.split("/")),
                      provenance(manifest, variant.patched, tree, files,
-                                extra=extra))
+                                extra=extra, series=series))
     except OSError as e:
         raise UvPatchError(
             "cannot write the install in %s: %s (%s)"

@@ -84,10 +84,12 @@ def local_edits(dest, name=PROVENANCE):
     return edits or ["changed " + name]
 
 
-def provenance(manifest, patched, tree, files, extra=None):
+def provenance(manifest, patched, tree, files, extra=None, series=None):
     """UVPATCH.json's text: fixed key order, no time, no local path;
-    ``extra`` ({key: value}) comes before the tree and its files."""
+    ``extra`` ({key: value}) comes before the tree and its files;
+    ``series``, the patches applied when not the whole series."""
     up = manifest.upstream
+    series = manifest.series if series is None else series
     data = {
         "tool": "uvpatch",
         "version": VERSION,
@@ -96,7 +98,7 @@ def provenance(manifest, patched, tree, files, extra=None):
                      "commit": up["commit"], "tree": up["tree"]},
         "patched": patched,
         "patches": [{"file": e["file"], "sha256": e["sha256"]}
-                    for e in manifest.series] if patched else [],
+                    for e in series] if patched else [],
     }
     data.update(extra or {})
     data.update({

@@ -68,18 +68,23 @@ class Unmeasured(Exception):
 
 # --- --only ------------------------------------------------------------------
 
+DNS_PARTS = ("dns", "dns-insn")
+
+
 def split_only(values):
-    """(the other parts, or None for none asked, whether dns is asked)
-    from --only's values."""
+    """(the other parts, or None for none asked, the DNS parts asked:
+    a list of DNS_PARTS) from --only's values."""
     if not values:
-        return None, False
-    others, dns = [], False
+        return None, []
+    others, dns = [], []
     for value in values:
         for name in value.split(","):
-            if name.strip() == "dns":
-                dns = True
-            elif name.strip():
-                others.append(name.strip())
+            name = name.strip()
+            if name in DNS_PARTS:
+                if name not in dns:
+                    dns.append(name)
+            elif name:
+                others.append(name)
     return (others or None), dns
 
 
@@ -192,6 +197,8 @@ def check_mapped(pid, libdir, what):
 class Server:
     """A server in a network namespace of its own, on one libuv."""
 
+    start_timeout = START_TIMEOUT
+
     def __init__(self, kind, threads, work, libdir, label):
         self.kind, self.label, self.work = kind, label, work
         self.libdir = libdir
@@ -219,7 +226,7 @@ class Server:
                 stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True)
         self.pid = self.child.pid
-        deadline = time.monotonic() + START_TIMEOUT
+        deadline = time.monotonic() + self.start_timeout
         # Until the exec: before it, /proc/PID/ns/net may still be ours.
         while not self._is_server():
             self._alive_before(deadline)
@@ -251,7 +258,7 @@ class Server:
                 self.label, self.child.returncode, self.log_tail()))
         if time.monotonic() > deadline:
             raise Unmeasured("%s did not answer within %d s: %s" % (
-                self.label, START_TIMEOUT, self.log_tail()))
+                self.label, self.start_timeout, self.log_tail()))
 
     def log_tail(self):
         try:
@@ -479,6 +486,12 @@ def measure(manifest, out, folder, quick=False, pairs=None, source=None):
         remove_tree(work)
 
 
+def report_folder(out, report_path):
+    """Where dns-report.json goes: beside --report, else out/bench."""
+    return os.path.dirname(os.path.abspath(report_path)) if report_path \
+        else os.path.join(out, "bench")
+
+
 def run(manifest, out, quick=False, pairs=None, report_path=None,
         source=None):
     """The DNS bench; writes dns-report.json and dns-report.txt next to
@@ -486,8 +499,7 @@ def run(manifest, out, quick=False, pairs=None, report_path=None,
     if pairs is not None and pairs < 1:
         raise UvPatchError("--pairs %d: at least one pair" % pairs,
                            status=EXIT_USAGE)
-    folder = os.path.dirname(os.path.abspath(report_path)) if report_path \
-        else os.path.join(out, "bench")
+    folder = report_folder(out, report_path)
     report = measure(manifest, out, folder, quick=quick, pairs=pairs,
                      source=source)
     text = render(report)

@@ -357,3 +357,38 @@ def per_run(runs):
         if parts:
             out.append("  %s: %s" % (label, "; ".join(parts)))
     return out + [""]
+
+
+# --- two reports compared ---------------------------------------------------
+
+def compare(old, new):
+    """The differences between two dns-report.json, one line per server
+    and figure: base's and patched's medians before and after."""
+    from .insnparse import change
+    lines = []
+    if old["source"].get("upstream") != new["source"].get("upstream"):
+        lines.append("base: %s -> %s" % (old["source"].get("upstream"),
+                                         new["source"].get("upstream")))
+    for key in ("cpu", "cores", "kernel"):
+        a, b = old["machine"].get(key), new["machine"].get(key)
+        if a != b:
+            lines.append("machine %s: %s -> %s" % (key, a, b))
+    if old.get("tools") != new.get("tools"):
+        lines.append("servers: %s -> %s" % (
+            ", ".join("%s %s" % kv for kv in sorted(old["tools"].items())),
+            ", ".join("%s %s" % kv for kv in sorted(new["tools"].items()))))
+    key = lambda row: "%s.%s" % (row["server"], row["id"])
+    before = {key(r): r for r in old["rows"]}
+    after = {key(r): r for r in new["rows"]}
+    lines += ["%s: only in the old report" % k for k in before
+              if k not in after]
+    for k, row in after.items():
+        if k not in before:
+            lines.append("%s: only in the new report" % k)
+            continue
+        parts = ["%s %s" % (name, change(
+            median(before[k][name]) if before[k][name] else None,
+            median(row[name]) if row[name] else None))
+            for name in VARIANTS]
+        lines.append("%s (%s): %s" % (k, row["unit"], "; ".join(parts)))
+    return "\n".join(lines) + "\n"

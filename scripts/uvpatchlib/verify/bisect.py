@@ -29,7 +29,7 @@ def _added_libuv_tests(src, commit):
     return _DECLARE.findall(diff)
 
 
-def _checkout_prefix(src, commit, dest):
+def checkout_prefix(src, commit, dest):
     """Makes ``dest`` hold ``commit``, rewriting only the files that differ
     from the prefix before, so one build folder rebuilds only what the
     next patch touches."""
@@ -53,7 +53,7 @@ def bisect(manifest, out, report, config="Release"):
     for k, (entry, state) in enumerate(zip(manifest.series, applied), 1):
         label = "bisect %s" % entry["file"]
         dest = os.path.join(out, "bisect", "tree")
-        _checkout_prefix(src, state["commit"], dest)
+        checkout_prefix(src, state["commit"], dest)
         variant = Variant(manifest.root, out, target, True, config,
                           source=dest, label="bisect")
         try:
