@@ -502,12 +502,18 @@ def run(manifest, out, quick=False, pairs=None, report_path=None,
     folder = report_folder(out, report_path)
     report = measure(manifest, out, folder, quick=quick, pairs=pairs,
                      source=source)
-    text = render(report)
-    json_path = os.path.join(folder, "dns-report.json")
+    return write_report(folder, "dns-report", report, render(report),
+                        ".txt")
+
+
+def write_report(folder, stem, report, text, suffix):
+    """STEM.json and STEM+SUFFIX in FOLDER, each whole or not at all;
+    returns the text."""
+    json_path = os.path.join(folder, stem + ".json")
     write_atomic(json_path, json.dumps(report, indent=1, sort_keys=True)
                  + "\n")
-    write_atomic(os.path.join(folder, "dns-report.txt"), text)
-    proc.note("wrote %s and dns-report.txt" % json_path)
+    write_atomic(os.path.join(folder, stem + suffix), text)
+    proc.note("wrote %s and %s%s" % (json_path, stem, suffix))
     return text
 
 

@@ -26,7 +26,6 @@ query a loop iteration, which a run repeats to 0.3%; under saturation
 
 import datetime
 import glob
-import json
 import os
 import subprocess
 import tempfile
@@ -36,7 +35,7 @@ from .. import proc
 from ..errors import UvPatchError, EXIT_FAILURE, EXIT_USAGE
 from ..source.fsutil import remove_tree, write_atomic
 from .dnsbench import (HOSTS, Server, Unmeasured, missing, report_folder,
-                       versions, write_inputs)
+                       versions, write_inputs, write_report)
 from .dnsparse import FLOOD_ADDR, query_lines
 from .insnparse import (SCHEMA, SERVERS, library_blob, parse_callgrind,
                         render, run_figures, steps)
@@ -245,10 +244,5 @@ def run(manifest, out, quick=False, reps=None, report_path=None,
     folder = report_folder(out, report_path)
     report = measure(manifest, out, folder, quick=quick, reps=reps,
                      source=source)
-    text = render(report)
-    json_path = os.path.join(folder, "dns-insn-report.json")
-    write_atomic(json_path, json.dumps(report, indent=1, sort_keys=True)
-                 + "\n")
-    write_atomic(os.path.join(folder, "dns-insn-report.md"), text)
-    proc.note("wrote %s and dns-insn-report.md" % json_path)
-    return text
+    return write_report(folder, "dns-insn-report", report, render(report),
+                        ".md")

@@ -364,15 +364,8 @@ def per_run(runs):
 def compare(old, new):
     """The differences between two dns-report.json, one line per server
     and figure: base's and patched's medians before and after."""
-    from .insnparse import change
-    lines = []
-    if old["source"].get("upstream") != new["source"].get("upstream"):
-        lines.append("base: %s -> %s" % (old["source"].get("upstream"),
-                                         new["source"].get("upstream")))
-    for key in ("cpu", "cores", "kernel"):
-        a, b = old["machine"].get(key), new["machine"].get(key)
-        if a != b:
-            lines.append("machine %s: %s -> %s" % (key, a, b))
+    from .insnparse import change, setting_changes
+    lines = setting_changes(old, new)
     if old.get("tools") != new.get("tools"):
         lines.append("servers: %s -> %s" % (
             ", ".join("%s %s" % kv for kv in sorted(old["tools"].items())),

@@ -326,14 +326,7 @@ def render(report):
 def compare(old, new):
     """The differences between two dns-insn reports, one line per
     prefix and server: the figure before and after."""
-    lines = []
-    if old["source"].get("upstream") != new["source"].get("upstream"):
-        lines.append("base: %s -> %s" % (old["source"].get("upstream"),
-                                         new["source"].get("upstream")))
-    for key in ("cpu", "cores", "kernel"):
-        a, b = old["machine"].get(key), new["machine"].get(key)
-        if a != b:
-            lines.append("machine %s: %s -> %s" % (key, a, b))
+    lines = setting_changes(old, new)
     olds = {st["patch"]: st for st in old["steps"]}
     news = {st["patch"]: st for st in new["steps"]}
     for patch in olds:
@@ -349,6 +342,20 @@ def compare(old, new):
             lines.append("%s %s (instr/query): %s" % (
                 patch or "base", name, change(a, b)))
     return "\n".join(lines) + "\n"
+
+
+def setting_changes(old, new):
+    """What differs between two reports' base and machine, one line
+    each: figures of two settings are not one comparison."""
+    lines = []
+    if old["source"].get("upstream") != new["source"].get("upstream"):
+        lines.append("base: %s -> %s" % (old["source"].get("upstream"),
+                                         new["source"].get("upstream")))
+    for key in ("cpu", "cores", "kernel"):
+        a, b = old["machine"].get(key), new["machine"].get(key)
+        if a != b:
+            lines.append("machine %s: %s -> %s" % (key, a, b))
+    return lines
 
 
 def change(a, b):
