@@ -341,6 +341,17 @@ class CallgrindTest(unittest.TestCase):
             "/p/lib/libuv.so.1.0.0": 305})
         self.assertEqual(got["summed"], 426)
         self.assertEqual(insnparse.libuv_cost(got["objects"]), 305)
+        # The call's inclusive 120 is not uv__udp_io's own; fn=(1) after
+        # ob=(1) is clock_gettime again, outside libuv.
+        self.assertEqual(got["libuv_functions"], {"uv__udp_io": 305})
+
+    def test_functions_named_apart_from_objects(self):
+        text = ("events: Ir\nob=(1) /lib/libuv.so.1\nfn=(1) uv_run\n0 4\n"
+                "cfn=(2) uv__io_poll\ncalls=1 0\n0 50\nfn=(2)\n0 6\n"
+                "fn=(1)\n0 1\ntotals: 11\n")
+        got = insnparse.parse_callgrind(text)
+        self.assertEqual(got["libuv_functions"],
+                         {"uv_run": 5, "uv__io_poll": 6})
 
     def test_two_positions_and_events(self):
         text = ("positions: instr line\nevents: Dr Ir\n"
@@ -366,6 +377,8 @@ class CallgrindTest(unittest.TestCase):
                                      2)
         self.assertNotIn("per_query", lost)
         self.assertIn("1 of 2 queries answered, 1 lost", lost["error"])
+        self.assertEqual(fig["libuv_functions_per_query"],
+                         {"uv__udp_io": 152.5})
         empty = insnparse.run_figures(dict(dump, total=None), perf, 2)
         self.assertIn("no totals", empty["error"])
 
@@ -389,7 +402,10 @@ def _insn_report(figures, same=()):
                 if v is None:
                     run["error"] = "kresd exited with 1"
                 else:
-                    run.update(per_query=v, libuv_per_query=v / 10.0)
+                    run.update(per_query=v, libuv_per_query=v / 10.0,
+                               libuv_functions_per_query={
+                                   "uv_run": 50.0,
+                                   "uv__udp_io": v / 10.0 - 50.0})
                 runs.append(run)
     return {"schema": insnparse.SCHEMA, "steps": todo, "skipped": skipped,
             "runs": runs, "source": {"upstream": "v1.50.0"},
@@ -457,8 +473,24 @@ class InsnTableTest(unittest.TestCase):
         self.assertIn("prefix (instructions per query): named -n 1 4 in "
                       "all, 0 in libuv.so; kresd 2 in all, 0 in", text)
         self.assertIn("its delta is the noise): `0004-p.patch`.", text)
+        self.assertIn("against the prefix before: named -n 1: "
+                      "`uv__udp_io` +5.", text)
         self.assertIn("no Linux code: `0002-p.patch`", text)
         self.assertIn("5000 A queries", text)
+
+    def test_function_deltas(self):
+        report = _insn_report(FIGS)
+        self.assertEqual(insnparse.function_deltas(report, 3, "named1"),
+                         [("uv__udp_io", 5.0)])
+        # kresd's step 3 failed: nothing to say of it, and step 4 is
+        # against step 1.
+        self.assertIsNone(insnparse.function_deltas(report, 3, "kresd"))
+        self.assertEqual(insnparse.function_deltas(report, 4, "kresd"),
+                         [])
+        self.assertIsNone(insnparse.function_deltas(report, 0, "named1"))
+        for run in report["runs"]:
+            run.pop("libuv_functions_per_query", None)
+        self.assertIsNone(insnparse.function_deltas(report, 3, "named1"))
 
     def test_no_patch_costs(self):
         report = _insn_report({0: {"named1": [1000.0]},

@@ -47,18 +47,26 @@ def library_blob(files):
 
 # --- callgrind's output ---------------------------------------------------------
 
-_NAMED = re.compile(r"^(c?ob)=(?:\((\d+)\))?\s*(.*)$")
+_NAMED = re.compile(r"^(c?ob|c?fn)=(?:\((\d+)\))?\s*(.*)$")
+
+
+def _is_libuv(path):
+    return path.rsplit("/", 1)[-1].startswith("libuv.so")
 
 
 def parse_callgrind(text, event="Ir"):
     """{"total": the totals line's count of ``event`` (None when there is
-    none), "objects": {object file: its self cost}, "summed": the self
-    costs added up} from one callgrind dump (format version 1, name
-    compression on or off). A cost line right after calls= is the
-    call's inclusive cost and is not added again."""
+    none), "objects": {object file: its self cost}, "libuv_functions":
+    {function: its self cost} for the functions inside libuv's shared
+    library, "summed": the self costs added up} from one callgrind dump
+    (format version 1, name compression on or off). A cost line right
+    after calls= is the call's inclusive cost and is not added again."""
     positions, index = 1, 0
-    names, current = {}, "???"
-    objects = {}
+    # Object and function names are compressed apart: ob=(1) and fn=(1)
+    # are two names.
+    names = {"ob": {}, "fn": {}}
+    current, function = "???", "???"
+    objects, functions = {}, {}
     total, summed = None, 0
     after_call = False
     for line in text.splitlines():
@@ -74,6 +82,8 @@ def parse_callgrind(text, event="Ir"):
             if index < len(values):
                 cost = int(values[index], 0)
                 objects[current] = objects.get(current, 0) + cost
+                if _is_libuv(current):
+                    functions[function] = functions.get(function, 0) + cost
                 summed += cost
             continue
         after_call = False
@@ -90,22 +100,25 @@ def parse_callgrind(text, event="Ir"):
         elif line.startswith("totals:"):
             values = line.split(":", 1)[1].split()
             total = int(values[index]) if index < len(values) else 0
-        elif line.startswith(("ob=", "cob=")):
+        elif line.startswith(("ob=", "cob=", "fn=", "cfn=")):
             kind, ident, name = _NAMED.match(line).groups()
+            table = names[kind.lstrip("c")]
             name = name.strip()
             if ident is not None and name:
-                names[ident] = name
+                table[ident] = name
             elif ident is not None:
-                name = names.get(ident, "(%s)" % ident)
+                name = table.get(ident, "(%s)" % ident)
             if kind == "ob":
                 current = name
-    return {"total": total, "objects": objects, "summed": summed}
+            elif kind == "fn":
+                function = name
+    return {"total": total, "objects": objects,
+            "libuv_functions": functions, "summed": summed}
 
 
 def libuv_cost(objects):
     """The instructions counted inside libuv's shared library."""
-    return sum(cost for path, cost in objects.items()
-               if path.rsplit("/", 1)[-1].startswith("libuv.so"))
+    return sum(cost for path, cost in objects.items() if _is_libuv(path))
 
 
 def run_figures(dump, perf, queries):
@@ -124,6 +137,9 @@ def run_figures(dump, perf, queries):
         fig["per_query"] = dump["total"] / float(perf["completed"])
         fig["libuv_per_query"] = fig["libuv_instructions"] / float(
             perf["completed"])
+        fig["libuv_functions_per_query"] = dict(
+            (fn, cost / float(perf["completed"]))
+            for fn, cost in dump.get("libuv_functions", {}).items())
     return fig
 
 
@@ -182,6 +198,42 @@ def costliest(report):
             best = {"patch": st["patch"], "step": st["step"], "by": found,
                     "libuv": total}
     return best
+
+
+def _function_medians(report, step, server):
+    runs = [r["libuv_functions_per_query"] for r in report["runs"]
+            if r["step"] == step and r["server"] == server and
+            "libuv_functions_per_query" in r]
+    if not runs:
+        return None
+    names = set()
+    for run in runs:
+        names.update(run)
+    return dict((fn, median([run.get(fn, 0.0) for run in runs]))
+                for fn in names)
+
+
+def function_deltas(report, step, server, top=4):
+    """Where a step's instructions inside libuv.so went: [(function,
+    delta of its self instructions per query, median of the runs)]
+    against the measured step before it, the ``top`` that moved most;
+    None when either step's runs have no per-function figures."""
+    before = None
+    for st, value, _ in deltas(report, server, "libuv_per_query"):
+        if st["step"] == step:
+            break
+        if value is not None:
+            before = st["step"]
+    if before is None:
+        return None
+    new = _function_medians(report, step, server)
+    old = _function_medians(report, before, server)
+    if new is None or old is None:
+        return None
+    moved = [(fn, new.get(fn, 0.0) - old.get(fn, 0.0))
+             for fn in set(new) | set(old)]
+    moved.sort(key=lambda item: (-abs(item[1]), item[0]))
+    return [item for item in moved[:top] if round(item[1]) != 0]
 
 
 def spread(report, server, key="per_query"):
@@ -266,6 +318,17 @@ def summary_lines(report):
         else:
             out.append("%s: none adds any; the largest delta is `%s`'s, "
                        "%s." % (head, best["patch"], "; ".join(parts)))
+        where = []
+        for sid, name in SERVERS:
+            moved = function_deltas(report, best["step"], sid)
+            if moved is not None:
+                where.append("%s: %s" % (name, ", ".join(
+                    "`%s` %+.0f" % item for item in moved) or
+                    "no function moved by one"))
+        if where:
+            out.append("Where it lands inside libuv.so, the functions whose "
+                       "own instructions per query (median) moved most "
+                       "against the prefix before: %s." % "; ".join(where))
     noise = ["%s %s in all, %s in libuv.so" % (
         name, _num(spread(report, sid)),
         _num(spread(report, sid, "libuv_per_query")))
