@@ -132,6 +132,20 @@ class ResultLinesTest(unittest.TestCase):
         self.assertEqual(tally.failures, ["tool b"])
         self.assertIn("FAIL tool b: boom", printed.getvalue())
 
+    def test_recap_repeats_failures_with_their_figures(self):
+        tally = Tally()
+        with contextlib.redirect_stdout(io.StringIO()):
+            tally.result("PASS", "a")
+            tally.info("figures of a")
+            tally.result("FAIL", "b", "too many")
+            tally.info("figures of b")
+            tally.result("SKIP", "c", "why")
+            tally.info("figures of c")
+        self.assertEqual(tally.recap().splitlines(),
+                         ["--- the 1 failure(s) again",
+                          "FAIL b: too many", "     figures of b"])
+        self.assertEqual(Tally().recap(), "")
+
 
 class LibuvRerunTest(unittest.TestCase):
     """How a libuv test that fails patched is judged: rerun, then the

@@ -30,6 +30,10 @@ class Tally:
     def __init__(self):
         self.passed = self.failed = self.skipped = 0
         self.failures = []
+        # Each failure's lines, repeated at the end of the run: a log's
+        # tail is often all that is kept of it.
+        self.failure_lines = []
+        self._last_failed = False
         # Names the base that the results are of.
         self.prefix = ""
 
@@ -45,10 +49,22 @@ class Tally:
         line = "%s %s" % (status, name)
         if why:
             line += ": " + why
+        self._last_failed = status == "FAIL"
+        if self._last_failed:
+            self.failure_lines.append(line)
         print(line, flush=True)
 
     def info(self, text):
+        if self._last_failed:
+            self.failure_lines.append("     " + text)
         print("     " + text, flush=True)
+
+    def recap(self):
+        """The failures' lines again, for the end of the run."""
+        if not self.failure_lines:
+            return ""
+        return "\n".join(["--- the %d failure(s) again" % self.failed] +
+                         self.failure_lines)
 
     def summary(self):
         line = "%d passed, %d failed" % (self.passed, self.failed)

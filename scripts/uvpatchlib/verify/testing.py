@@ -107,6 +107,8 @@ def test(manifests, out_root, suite="regression", target=None,
                       config=config, source=source, full=k == 0,
                       extras=extras)
     tally.prefix = ""
+    if tally.failed:
+        print(tally.recap(), flush=True)
     print(tally.summary(), flush=True)
     if tally.failed:
         raise UvPatchError("%d test(s) failed: %s"
