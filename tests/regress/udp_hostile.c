@@ -86,8 +86,14 @@ typedef struct {
   long plain_errors;
   long first_plain_error;
   long cbs_after_close;
-  /* Datagrams per WINDOW_MS window of the run. */
+  /* Datagrams per WINDOW_MS window of the run, and, per window, the ticks
+   * and the lowest and highest count of datagrams sent that they saw.
+   */
   long windows[MAX_WINDOWS];
+  long window_ticks[MAX_WINDOWS];
+  unsigned long window_sent_lo[MAX_WINDOWS];
+  unsigned long window_sent_hi[MAX_WINDOWS];
+  const volatile unsigned long* peer_sent;
   /* Memory. */
   long rss_1s;
   long rss_end;
@@ -319,8 +325,18 @@ static void hc_on_check(uv_check_t* handle) {
 
 
 static void hc_on_tick(uv_timer_t* handle) {
+  unsigned long sent;
+  long w;
+
   (void) handle;
   hc.ticks++;
+  w = (long) ((now_ms() - hc.start) / WINDOW_MS);
+  if (hc.peer_sent != NULL && w < MAX_WINDOWS) {
+    sent = *hc.peer_sent;
+    if (hc.window_ticks[w]++ == 0)
+      hc.window_sent_lo[w] = sent;
+    hc.window_sent_hi[w] = sent;
+  }
   if (hc.rss_1s == 0 && now_ms() - hc.start >= 1000)
     hc.rss_1s = rss_bytes();
 }
@@ -486,6 +502,7 @@ static int icmp_flood_case(int chunks) {
   pid_t rpid;
   pid_t dpid;
   long empty;
+  long unjudged;
   int rep_ok;
   int dat_ok;
   int nsres;
@@ -513,6 +530,7 @@ static int icmp_flood_case(int chunks) {
   dat->ms = REPORT_MS;
   dat->burst = 16;
   dat->pause_us = 1000;
+  hc.peer_sent = &dat->sent;
 
   rpid = spawn(flood_child, rep, REPORT_MS / 1000 + 3);
   CHECK(rpid > 0);
@@ -530,25 +548,36 @@ static int icmp_flood_case(int chunks) {
   rep_ok = reap(rpid, 2000);
   dat_ok = reap(dpid, 2000);
 
-  /* The windows of the flood after the first, but for the last one. */
+  /* The windows of the flood after the first, but for the last one. One
+   * that delivered nothing is a stall if the loop ran through it (most of
+   * its ticks fired) while the sender sent a burst or more: a window that
+   * the host took from either process says nothing of libuv.
+   */
   empty = 0;
-  for (i = 1; i < (int) (REPORT_MS / WINDOW_MS) - 1; i++)
-    if (hc.windows[i] == 0)
+  unjudged = 0;
+  for (i = 1; i < (int) (REPORT_MS / WINDOW_MS) - 1; i++) {
+    if (hc.windows[i] != 0)
+      continue;
+    if (hc.window_ticks[i] >= WINDOW_MS / TICK_MS - 2 &&
+        hc.window_sent_hi[i] - hc.window_sent_lo[i] >= dat->burst)
       empty++;
+    else
+      unjudged++;
+  }
 
   fprintf(stderr,
           "# icmp_report_flood%s: ticks=%ld (expected %ld) iterations=%ld "
           "reports=%ld (not ECONNREFUSED %ld) max_reports/iter=%ld "
           "plain_errors=%ld (first %s) "
           "report_sends=%lu (refused %lu) datagrams=%lu of %lu sent "
-          "dups=%lu max/iter=%ld empty_%dms_windows=%ld rss_1s=%ldKiB "
-          "rss_end=%ldKiB run=%lums\n",
+          "dups=%lu max/iter=%ld empty_%dms_windows=%ld (unjudged %ld) "
+          "rss_1s=%ldKiB rss_end=%ldKiB run=%lums\n",
           chunks ? "_mmsg" : "", hc.ticks, (long) (hc.run_ms / TICK_MS),
           hc.iterations, hc.reports, hc.bad_reports, hc.max_reports_iter,
           hc.plain_errors,
           hc.plain_errors ? uv_err_name((int) hc.first_plain_error) : "-",
           rep->sent, rep->refused, hc.datagrams, dat->sent, hc.dups,
-          hc.max_iter, WINDOW_MS, empty, hc.rss_1s / 1024,
+          hc.max_iter, WINDOW_MS, empty, unjudged, hc.rss_1s / 1024,
           hc.rss_end / 1024, (unsigned long) hc.run_ms);
 
   if (!rep_ok || !dat_ok || rep->failed || dat->failed)
@@ -568,12 +597,13 @@ static int icmp_flood_case(int chunks) {
   /* Each ICMP error is passed once: as its report or, when the kernel had
    * no buffer room to queue the report, as the plain socket error. The
    * kernel queues a report before it sets the socket error, so a loop that
-   * takes the report in between can still see that error alone, rarely;
-   * a duplicate of every report (upstream) is thousands. A loop slower
+   * takes the report in between can still see that error alone, rarely
+   * (0 to 109 beside 96,000 to 545,000 reports, idle or loaded), while
+   * upstream's twins of reports are 1.5 to 26 in a hundred. A loop slower
    * than the flood (valgrind, sanitizers) leaves the kernel no room for
    * many reports, so there the count is reported, not judged.
    */
-  CHECK_TIMING(hc.plain_errors <= 10 + hc.reports / 1000,
+  CHECK_TIMING(hc.plain_errors <= 10 + hc.reports / 200,
                "%ld plain errors (first %s) beside %ld reports: duplicates "
                "of reports, or reports the kernel had no room for",
                hc.plain_errors,
