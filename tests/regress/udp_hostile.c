@@ -326,18 +326,20 @@ static void hc_on_check(uv_check_t* handle) {
 
 static void hc_on_tick(uv_timer_t* handle) {
   unsigned long sent;
+  uint64_t t;
   long w;
 
   (void) handle;
   hc.ticks++;
-  w = (long) ((now_ms() - hc.start) / WINDOW_MS);
+  t = now_ms() - hc.start;
+  w = (long) (t / WINDOW_MS);
   if (hc.peer_sent != NULL && w < MAX_WINDOWS) {
     sent = *hc.peer_sent;
     if (hc.window_ticks[w]++ == 0)
       hc.window_sent_lo[w] = sent;
     hc.window_sent_hi[w] = sent;
   }
-  if (hc.rss_1s == 0 && now_ms() - hc.start >= 1000)
+  if (hc.rss_1s == 0 && t >= 1000)
     hc.rss_1s = rss_bytes();
 }
 
