@@ -3,6 +3,7 @@ it, and a repository the user names is only ever read as a remote, so
 the commands its config names never run."""
 
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -82,6 +83,40 @@ class GitEnvironTest(World):
         self.assertEqual(git(["status", "--porcelain"], src).stdout, "")
         with open(os.path.join(src, "src", "core.c")) as f:
             self.assertIn("int line5 = 50;", f.read())
+
+
+class UserRepositoryTest(World):
+    def test_upstream_onto_never_runs_git_in_the_source(self):
+        self.make_patch(1, "core-line5", {
+            "src/core.c": CORE.replace("int line5 = 5;", "int line5 = 50;")},
+            subject="core: set line5\n\nIt was 5.\n\nSet it to 50.\n")
+        git(["tag", "v0.0.2"], self.upstream)
+        marker = os.path.join(self.tmp, "fsmonitor-ran")
+        # git runs core.fsmonitor with a shell when it reads the index.
+        git(["config", "core.fsmonitor", "touch %s #" % marker],
+            self.upstream)
+        # Not every command reads the index: a git on PATH that logs
+        # where it runs tells any command run inside the user's folder.
+        log = os.path.join(self.tmp, "git-calls")
+        shim = os.path.join(self.tmp, "bin", "git")
+        write(shim, '#!/bin/sh\necho "$(pwd -P) $*" >> %s\nexec %s "$@"\n'
+              % (log, shutil.which("git")))
+        os.chmod(shim, stat.S_IRWXU)
+        dest = os.path.join(self.tmp, "send")
+        res = self.tool("upstream", "--author", "Ada <ada@invalid>",
+                        "--onto", "v0.0.2", "--source", self.upstream, dest,
+                        env={"PATH": os.path.dirname(shim) + os.pathsep
+                             + os.environ["PATH"]})
+        self.assertOk(res)
+        self.assertFalse(os.path.exists(marker))
+        mine = os.path.realpath(self.upstream)
+        with open(log) as f:
+            calls = f.read().splitlines()
+        self.assertTrue(calls)
+        inside = [c for c in calls if c.split(" ", 1)[0] == mine
+                  or " -C " in " %s " % c]
+        self.assertEqual(inside, [])
+        self.assertTrue(os.path.isdir(os.path.join(dest, ".git")))
 
 
 if __name__ == "__main__":
