@@ -17,20 +17,25 @@ A consumer never sees a partial install: CMake installs into a folder
 beside the prefix, .NAME.uvpatch-new, and that folder is swapped in
 whole (one atomic exchange where the system has it, else two renames
 with the earlier install kept as .NAME.uvpatch-old until the second).
+What the prefix holds that the install did not write (a .git, empty
+folders, FIFOs...) and the prefix folder's own mode, owner, group and
+ACL go with it (see swap.py).
 A kill or a full disk at any moment leaves those folders at most; the
 next `build --prefix` finishes or undoes the swap and removes them,
 under a lock on the prefix (.NAME.uvpatch-lock) that makes two installs
 into one prefix wait for each other.
 """
 
+import json
 import os
 import shlex
 
 from .. import proc
 from ..errors import UvPatchError, EXIT_FAILURE, EXIT_STATE, EXIT_USAGE
-from ..source.fsutil import Lock, exchange, remove_tree, write_atomic
+from ..source.fsutil import Lock, remove_tree, write_atomic
 from ..source.gittree import file_ids
 from ..series.apply import BASE_TAG
+from . import swap
 from .cmake import _common_args, _configure, _ninja
 from .vendor import _inside, local_edits, provenance
 
@@ -103,24 +108,29 @@ def _lock(real):
                 name=os.path.basename(_beside(real, "lock")))
 
 
+def _places(real):
+    return swap.Places(real, _beside(real, "new"), _beside(real, "old"),
+                       _beside(real, "kept"))
+
+
 def recover(real):
     """Finishes or undoes a swap a kill interrupted, and removes what a
     killed or failed install left beside the prefix. Under the lock."""
-    old, new = _beside(real, "old"), _beside(real, "new")
-    if not os.path.lexists(real) and os.path.isdir(old):
-        # Killed between the two renames: the earlier install goes back.
-        os.rename(old, real)
+    places = _places(real)
+    left = [p for p in (places.old, places.new, places.journal)
+            if os.path.lexists(p)]
+    if not os.path.lexists(real) and os.path.isdir(places.old):
         proc.note("%s: put back the earlier install an interrupted run "
                   "had moved aside" % real)
-    for left in (old, new):
-        if os.path.lexists(left):
-            remove_tree(left)
-            proc.note("removed %s, left by an interrupted install" % left)
+    swap.recover(places)
+    for path in left:
+        proc.note("removed %s, left by an interrupted install" % path)
 
 
 def _check_content(prefix, real):
-    """None for a new or empty prefix; ``real`` for an earlier install
-    of this tool; refuses anything else."""
+    """None for a new or empty prefix; the files of the earlier install
+    of this tool there (its provenance file among them); refuses
+    anything else."""
     if not os.path.isdir(real) or not os.listdir(real):
         return None
     edits = local_edits(real, PROVENANCE)
@@ -136,7 +146,14 @@ def _check_content(prefix, real):
             % (prefix, "\n  ".join(edits[:20])),
             hint="remove the folder yourself if the changes may go, or "
                  "choose another prefix", status=EXIT_STATE)
-    return real
+    return set(installed_files(real)) | {PROVENANCE}
+
+
+def installed_files(real):
+    """The files the earlier install recorded in its provenance file."""
+    with open(os.path.join(real, *PROVENANCE.split("/")),
+              encoding="utf-8") as f:
+        return json.load(f)["files"]
 
 
 def check_prefix(prefix, manifest):
@@ -180,7 +197,7 @@ def install(manifest, variant, prefix, applied=None):
                                 "config": variant.config}}
     with _lock(real):
         recover(real)
-        _check_content(prefix, real)
+        ours = _check_content(prefix, real) or set()
         new = _beside(real, "new")
         try:
             files = _stage(manifest, variant, build_dir, new, extra,
@@ -188,7 +205,7 @@ def install(manifest, variant, prefix, applied=None):
         except BaseException:
             remove_tree(new)
             raise
-        _swap(new, real)
+        swap.swap_in(_places(real), ours)
     libs = sorted(p for p in files
                   if p.startswith(("lib/", "bin/")) and "/" not in p[4:])
     proc.note("installed %d files (%s) in %s"
@@ -250,17 +267,3 @@ def _check_installed(build_dir, new):
             % "\n  ".join(stray[:10]),
             hint="the tree's CMakeLists.txt installs to an absolute path; "
                  "fix that in a patch", status=EXIT_FAILURE)
-
-
-def _swap(new, real):
-    """Puts the staged install ``new`` at ``real`` as a whole."""
-    if not os.path.lexists(real):
-        os.rename(new, real)
-        return
-    if exchange(new, real):
-        remove_tree(new)    # now the earlier install
-        return
-    old = _beside(real, "old")
-    os.rename(real, old)
-    os.rename(new, real)
-    remove_tree(old)
