@@ -26,6 +26,7 @@ under a lock on the prefix (.NAME.uvpatch-lock) that makes two installs
 into one prefix wait for each other.
 """
 
+import fnmatch
 import json
 import os
 import shlex
@@ -48,20 +49,60 @@ def _beside(real, what):
     return os.path.join(parent, ".%s.uvpatch-%s" % (name, what))
 
 
+# Characters CMake cannot carry in CMAKE_INSTALL_PREFIX: ';' separates
+# its lists, a line break ends a line of the .pc and .cmake files.
+_BAD_CHARS = {";": "';'", "\n": "a line break", "\r": "a carriage return"}
+
+
+def _check_name(prefix):
+    if not prefix:
+        raise UvPatchError("--prefix is empty",
+                           hint="give the folder to install into, e.g. "
+                                "--prefix $HOME/.local/libuv-uvpatch",
+                           status=EXIT_USAGE)
+    bad = [name for ch, name in _BAD_CHARS.items() if ch in prefix]
+    if bad:
+        raise UvPatchError(
+            "--prefix %r contains %s, which CMake cannot take in an "
+            "install prefix" % (prefix, " and ".join(bad)),
+            hint="choose a folder whose path has no ';' or line break",
+            status=EXIT_USAGE)
+
+
+def _ignored_top(root):
+    """The top-level names .gitignore of the checkout ignores (out/)."""
+    try:
+        with open(os.path.join(root, ".gitignore"), encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except (OSError, ValueError):
+        return []
+    return [ln.strip().strip("/") for ln in lines
+            if ln.strip() and not ln.startswith(("#", "!"))
+            and "/" not in ln.strip().strip("/")]
+
+
 def _check_place(prefix, real, manifest):
     """Refuses, before any build, a prefix that cannot receive an install
     whatever it holds: in this repository, not a folder, under a file, on
     a read-only or unwritable file system, or a mount point."""
+    _check_name(prefix)
     root = os.path.realpath(manifest.root)
     if _inside(root, real):
         raise UvPatchError("%s is this repository or holds it" % prefix,
                            hint="install elsewhere, e.g. "
                                 "$HOME/.local/libuv-uvpatch",
                            status=EXIT_USAGE)
-    if _inside(real, os.path.join(root, "patches")):
-        raise UvPatchError("%s is inside patches/" % prefix,
-                           hint="install outside patches/; the tool "
-                                "rewrites it", status=EXIT_USAGE)
+    if _inside(real, root):
+        # Inside the checkout only in a folder git ignores (out/): the
+        # tracked ones (scripts/, tests/, patches/) and .git are the
+        # project's own.
+        top = os.path.relpath(real, root).split(os.sep)[0]
+        if top == ".git" or not any(fnmatch.fnmatchcase(top, pattern)
+                                    for pattern in _ignored_top(root)):
+            raise UvPatchError(
+                "%s is inside this repository's %s/" % (prefix, top),
+                hint="install outside the repository, or in a folder its "
+                     ".gitignore ignores, such as out/", status=EXIT_USAGE)
     if os.path.lexists(real) and not os.path.isdir(real):
         raise UvPatchError("%s exists and is not a folder" % prefix,
                            hint="remove it or choose another prefix",
@@ -160,6 +201,8 @@ def check_prefix(prefix, manifest):
     """Refuses a prefix that must not receive an install; run before
     the build, so a bad prefix costs no minutes. Repairs what an
     interrupted install left first."""
+    _check_name(prefix)
+    prefix = os.path.abspath(prefix)
     real = os.path.realpath(prefix)
     _check_place(prefix, real, manifest)
     with _lock(real):
@@ -178,6 +221,8 @@ def install(manifest, variant, prefix, applied=None):
     {relative path: "mode blob-id"} of what was installed. ``applied``,
     (commit of out/src, its series entries), names a prefix of the
     series that ``variant.source`` holds (bench --only dns-insn)."""
+    _check_name(prefix)
+    prefix = os.path.abspath(prefix)
     real = os.path.realpath(prefix)
     _check_place(prefix, real, manifest)
     proc.step("install %s into %s" % (variant.name, real))

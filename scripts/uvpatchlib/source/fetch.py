@@ -15,7 +15,7 @@ import tempfile
 import urllib.request
 
 from .. import proc
-from ..errors import UvPatchError, EXIT_FETCH
+from ..errors import UvPatchError, EXIT_FETCH, EXIT_USAGE
 from .extract import (NOT_A_SOURCE, NotARegularFile, copy_tree,
                       extract_tarball, open_regular, source_kind,
                       tree_problem, write_failed)
@@ -43,11 +43,25 @@ class CacheEntry:
 
 
 def cache_root():
+    """XDG_CACHE_HOME/uvpatch, else ~/.cache/uvpatch. A relative
+    XDG_CACHE_HOME is ignored, as the XDG spec says: it would name a
+    different cache in every working folder."""
     base = os.environ.get("XDG_CACHE_HOME")
+    if base and not os.path.isabs(base):
+        base = None
     if not base and os.name == "nt":
         base = os.environ.get("LOCALAPPDATA")
     if not base:
-        base = os.path.join(os.path.expanduser("~"), ".cache")
+        home = os.path.expanduser("~")
+        if not os.path.isabs(home) or os.environ.get("HOME") == "":
+            raise UvPatchError(
+                "no folder for the cache: XDG_CACHE_HOME is %s and HOME "
+                "is empty" % ("relative (%r)" % os.environ["XDG_CACHE_HOME"]
+                              if os.environ.get("XDG_CACHE_HOME")
+                              else "not set"),
+                hint="set XDG_CACHE_HOME to an absolute path (or HOME to "
+                     "your home folder)", status=EXIT_USAGE)
+        base = os.path.join(home, ".cache")
     return os.path.join(base, "uvpatch")
 
 
