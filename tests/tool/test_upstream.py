@@ -641,7 +641,9 @@ class UpstreamCheckTest(World):
         # build folder share a parent, which ccache then takes as its base
         # folder and writes __FILE__ relative to the build folder. The
         # text must still name the test's file as libuv has it.
-        checkout = os.path.join(self.tmp, "checkout")
+        # Spaces too, as in a home folder named "My Projects".
+        checkout = os.path.join(self.tmp, "my checkout")
+        out = os.path.join(self.tmp, "out dir")
         shutil.copytree(os.path.join(fixture.REPO, "scripts"),
                         os.path.join(checkout, "scripts"),
                         ignore=shutil.ignore_patterns("__pycache__"))
@@ -654,7 +656,7 @@ class UpstreamCheckTest(World):
         env.pop("UVPATCH_SOURCE", None)
         res = subprocess.run(
             [sys.executable, os.path.join(checkout, "scripts", "uvpatch"),
-             "--repo", self.root, "--out", self.out, "upstream", "--author",
+             "--repo", self.root, "--out", out, "upstream", "--author",
              "Ada <ada@invalid>", "--check", self.dest], env=env,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.assertFails(res, "1 branch(es) fail on their own")
@@ -665,6 +667,7 @@ class UpstreamCheckTest(World):
                       md)
         self.assertNotIn("../", md)
         self.assertNotIn(self.tmp, md)
+        self.assertNotIn("out dir", md)
 
     def test_failing_own_test_fails_the_check(self):
         # The "fix" sets 51: its own test fails on the branch.
