@@ -171,6 +171,45 @@ class VendorKeepsTest(World):
         self.assertNotIn("File exists", res.stderr)
         self.assertFalse(os.path.exists(self.dest))
 
+    def test_two_runs_race(self):
+        # Two real runs from two out/ folders (so out/'s lock does not
+        # order them): each ends whole or with the clear error, and DEST
+        # is one whole export.
+        self.assertOk(self.tool("apply"))
+        import subprocess
+        import sys
+        from fixture import TOOL
+        env = dict(os.environ, XDG_CACHE_HOME=self.cache,
+                   GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")
+        env.pop("UVPATCH_SOURCE", None)
+        # A slow export widens the window in which both runs write.
+        shim = os.path.join(self.tmp, "bin", "git")
+        write(shim, '#!/bin/sh\n[ "$1" = read-tree ] && sleep 1\n'
+              'exec %s "$@"\n' % shutil.which("git"))
+        os.chmod(shim, stat.S_IRWXU)
+        env["PATH"] = os.path.dirname(shim) + os.pathsep + env["PATH"]
+        for round_ in range(2):
+            procs = [subprocess.Popen(
+                [sys.executable, TOOL, "--repo", self.root, "--out",
+                 os.path.join(self.tmp, "out%d" % n), "vendor"]
+                + (["--unpatched"] if n else []) + [self.dest], env=env,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                for n in range(2)]
+            results = [(p.wait(timeout=120), p.communicate()[1])
+                       for p in procs]
+            for code, err in results:
+                self.assertIn(code, (0, 6), err)
+                self.assertNotIn("Traceback", err)
+                self.assertNotIn("File exists", err)
+                if code == 6:
+                    self.assertIn("another uvpatch vendor is exporting",
+                                  err)
+            self.assertIn(0, [code for code, _ in results])
+            from uvpatchlib.build.vendor import local_edits
+            self.assertEqual(local_edits(self.dest), [])
+            self.assertEqual(os.listdir(os.path.dirname(self.dest)),
+                             ["libuv"])
+
 
 class ForeignTest(World):
     def test_foreign_entries_are_topmost(self):
