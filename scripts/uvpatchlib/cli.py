@@ -35,14 +35,14 @@ def cmd_apply(args, manifest):
 def cmd_build(args, manifest):
     from .build.cmake import build_variant
     from .build.install import check_prefix, install
-    if args.prefix:
+    if args.prefix is not None:
         # Refused before minutes of building, and again before installing.
-        check_prefix(os.path.abspath(args.prefix), manifest)
+        check_prefix(args.prefix, manifest)
     with Lock(args.out, "build"):
         variant = build_variant(manifest, args.out, args.target,
                                 not args.unpatched, args.config, args.source)
-        if args.prefix:
-            install(manifest, variant, os.path.abspath(args.prefix))
+        if args.prefix is not None:
+            install(manifest, variant, args.prefix)
     print(variant.dir)
 
 

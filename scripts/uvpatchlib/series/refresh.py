@@ -13,7 +13,7 @@ import tempfile
 from .. import proc
 from ..errors import UvPatchError, EXIT_STATE
 from ..source.fsutil import remove_tree, sha256_file, write_atomic
-from .apply import BASE_TAG, STATE_FILE, read_state
+from .apply import BASE_TAG, STATE_FILE, read_state, wanted_state
 from .manifest import dump, validate
 
 # --full-index: abbreviated blob ids grow with the repository's object
@@ -88,9 +88,37 @@ def _restore(before):
             pass  # the error being raised says what went wrong
 
 
+def _check_applied(manifest, state):
+    """Refuses when deps.json or patches/ changed since out/src was
+    applied: refresh would write the older series over that change."""
+    applied = {p["file"]: p["sha256"] for p in state["patches"]}
+    now = wanted_state(manifest)
+    changed = []
+    if state["tree"] != now["tree"]:
+        changed.append("the base tree in deps.json")
+    for e in now["patches"]:
+        if e["file"] not in applied:
+            changed.append("%s (new)" % e["file"])
+        elif applied[e["file"]] != e["sha256"]:
+            changed.append(e["file"])
+    changed += ["%s (removed)" % f for f in applied
+                if f not in {e["file"] for e in now["patches"]}]
+    if changed:
+        raise UvPatchError(
+            "patches/ changed since out/src was applied: %s; refresh would "
+            "overwrite that with the older series in out/src"
+            % ", ".join(changed),
+            hint="to keep the change in patches/, run `scripts/uvpatch "
+                 "apply` (with --discard if out/src has commits of its "
+                 "own), then refresh; to keep out/src instead, restore "
+                 "patches/ and deps.json (git checkout -- patches "
+                 "deps.json)", status=EXIT_STATE)
+
+
 def refresh(manifest, out, src=None, priors=None):
     """``src`` defaults to out/src; ``priors`` (rebase) gives the old
     deps.json entry of each commit, as numbering may have shifted."""
+    own = src is None   # rebase hands a tree it made for the new base
     src = src or os.path.join(out, "src")
     state = read_state(src)
     if state is None:
@@ -98,6 +126,8 @@ def refresh(manifest, out, src=None, priors=None):
                            hint="run `scripts/uvpatch apply`, commit your "
                                 "changes in out/src, then refresh",
                            status=EXIT_STATE)
+    if own:
+        _check_applied(manifest, state)
     dirty = proc.git_out(["status", "--porcelain"], cwd=src)
     if dirty:
         raise UvPatchError("out/src has uncommitted edits:\n  "
