@@ -8,6 +8,7 @@ import unittest
 from fixture import World, git
 
 from uvpatchlib.series.check import lint_message
+from uvpatchlib.series.patchfile import Patch
 
 COMMIT = "80a5e3ba0" + "0" * 31
 # Longer than 50 characters and not in lower case after the subsystem:
@@ -94,6 +95,31 @@ class LintTest(unittest.TestCase):
 OWN_BODY = ("It broke.\n\nFix it.\n\n%s\nUpstream-Status: Pending\n"
             "Forwarded: no\nLast-Update: 2026-12-03\n"
             "Signed-off-by: uvpatch maintainers <uvpatch@invalid>\n")
+
+
+class EncodedSubjectTest(unittest.TestCase):
+    """refresh runs git format-patch --encode-email-headers: a subject
+    that is not ASCII comes as RFC 2047 encoded words, folded."""
+
+    # As git 2.47 writes "unix: don’t read the café's queue twice".
+    ENCODED = ("=?UTF-8?q?unix:=20don=E2=80=99t=20read=20the=20caf=C3=A9's"
+               "=20qu?=\n =?UTF-8?q?eue=20twice?=")
+
+    def test_subject_is_decoded(self):
+        text = patch_text(self.ENCODED, OWN_BODY % "")
+        self.assertEqual(Patch(text).subject,
+                         "unix: don\u2019t read the caf\u00e9's queue twice")
+        # 39 characters, not the 89 of the encoded form; and lower case.
+        self.assertEqual(lint_message("0001-x.patch", text), [])
+
+    def test_plain_folded_subject(self):
+        text = patch_text("core: a subject\n that git folded", OWN_BODY % "")
+        self.assertEqual(Patch(text).subject,
+                         "core: a subject that git folded")
+
+    def test_broken_encoding_is_kept_as_it_is(self):
+        text = patch_text("=?UTF-8?q?core:=20fix", OWN_BODY % "")
+        self.assertEqual(Patch(text).subject, "=?UTF-8?q?core:=20fix")
 
 
 class UpstreamFormTest(unittest.TestCase):
