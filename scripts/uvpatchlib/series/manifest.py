@@ -57,11 +57,11 @@ _FIELDS = {
                "file": str, "sha256": str},
     "series": {"file": str, "sha256": str, "platforms": list,
                "upstream_status": str, "summary": str, "tests": list,
-               "proof": list, "repairs": list},
+               "proof": list, "repairs": list, "no_proof": str},
     "proof": {"target": str, "cases": list, "native_only": bool},
 }
 _OPTIONAL = {"proof": {"native_only"},
-             "series": {"tests", "proof", "repairs"},
+             "series": {"tests", "proof", "repairs", "no_proof"},
              "base": {"for"}}
 
 
