@@ -85,6 +85,12 @@ class Manifest:
         return self.name == self.doc["default_base"]
 
     @property
+    def base_option(self):
+        """What a command in a hint adds to work on this base: nothing
+        for the default one."""
+        return "" if self.is_default else " --base " + self.name
+
+    @property
     def patch_dir(self):
         return os.path.join(self.root, "patches", self.name)
 
