@@ -66,8 +66,24 @@ def cmd_test(args, manifest):
 
 
 def cmd_bases(args, manifest):
-    from .series.bases import describe_bases
-    print(describe_bases(manifest), end="")
+    from .series.bases import base_names, ci_steps, describe_bases
+    if args.names:
+        print(base_names(manifest), end="")
+    elif args.ci:
+        print(ci_steps(manifest), end="")
+    else:
+        print(describe_bases(manifest), end="")
+
+
+def _add_bases_options(p):
+    what = p.add_mutually_exclusive_group()
+    what.add_argument("--names", action="store_true",
+                      help="print each base's name alone, a line each "
+                           "(for scripts: .ci/run, the GitHub workflow)")
+    what.add_argument("--ci", action="store_true",
+                      help="print the steps CI runs on --base beyond the "
+                           "test command (deps.json's \"ci\"), a line each")
+    _add_base(p)
 
 
 def cmd_refresh(args, manifest):
@@ -281,7 +297,8 @@ COMMANDS = {
               "report.json and SVG plots",
               [_add_base, _add_source, _add_bench_options]),
     "bases": (cmd_bases, "list the supported bases, where each one's "
-              "source comes from and whether it is cached", []),
+              "source comes from and whether it is cached",
+              [_add_bases_options]),
     "build": (cmd_build, "build libuv, its test runner and tests/regress",
               [_add_base, _add_source, _add_build_options,
                lambda p: p.add_argument("--unpatched", action="store_true",

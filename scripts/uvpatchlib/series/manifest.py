@@ -23,6 +23,9 @@ UPSTREAM_STATUSES = ("Pending", "Submitted", "Accepted", "Backport",
 PLATFORMS = ("unix", "linux", "macos", "windows")
 TARGETS = ("linux", "macos", "windows")
 SOURCE_KINDS = ("git", "archive", "debian")
+# What .ci/run runs on a base beyond the test command, in this order:
+# check --bisect, test --suite libuv, test --config asan/ubsan/tsan.
+CI_STEPS = ("bisect", "libuv", "sanitizers")
 
 # \Z, not $: "$" also matches before a trailing newline.
 _HEX40 = re.compile(r"^[0-9a-f]{40}\Z")
@@ -47,8 +50,8 @@ _BASE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*\Z")
 
 _FIELDS = {
     "top": {"schema": int, "default_base": str, "bases": list},
-    "base": {"name": str, "for": str, "upstream": dict, "sources": list,
-             "series": list},
+    "base": {"name": str, "for": str, "ci": list, "upstream": dict,
+             "sources": list, "series": list},
     "upstream": {"name": str, "repository": str, "tag": str, "commit": str,
                  "tree": str},
     "git": {"kind": str, "url": str},
@@ -62,7 +65,7 @@ _FIELDS = {
 }
 _OPTIONAL = {"proof": {"native_only"},
              "series": {"tests", "proof", "repairs", "no_proof"},
-             "base": {"for"}}
+             "base": {"for", "ci"}}
 
 
 class Manifest:
@@ -216,6 +219,13 @@ def validate(doc, root, check_files=True, base=None):
 
 
 def _validate_base(data, where, folder, check_files):
+    steps = data.get("ci", [])
+    for step in steps:
+        if step not in CI_STEPS:
+            _fail(where + ".ci", "unknown CI step %r" % (step,),
+                  "use %s (see .ci/run)" % ", ".join(CI_STEPS))
+    if len(set(steps)) != len(steps):
+        _fail(where + ".ci", "names a step twice", "name each step once")
     up = data["upstream"]
     _check_fields(up, "upstream", where + ".upstream")
     _check_hex(up["commit"], _HEX40, where + ".upstream.commit", "commit id")
