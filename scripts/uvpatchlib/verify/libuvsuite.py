@@ -119,7 +119,7 @@ def _run_libuv(patched, base, runner, tally, everything, done=None):
                   "`scripts/uvpatch test` on this same build: counted "
                   "there, not run again (%s; remove it to rerun them)"
                   % (len(reused), passed, len(reused) - passed,
-                     libuvrecord.record_path(patched)))
+                     proc.shown(libuvrecord.record_path(patched))))
     if not runner.isolated:
         proc.note("no private network namespace here: tests that send "
                   "beyond loopback are skipped")
