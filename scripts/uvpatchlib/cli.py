@@ -310,7 +310,7 @@ COMMANDS = {
                                              "pkg-config and CMake package "
                                              "files)")]),
     "check": (cmd_check, "lint the series: hashes, canonical form, "
-              "messages, exact apply",
+              "messages, a proof case for each fix, exact apply",
               [_add_base, lambda p: p.add_argument(
                   "--bisect", action="store_true",
                   help="also build each prefix of the series and run its "
