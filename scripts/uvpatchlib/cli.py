@@ -478,7 +478,8 @@ def check_out(out_root, repo):
     root = os.path.realpath(repo)
     what = "the repository or a folder holding it" \
         if _inside(root, real) else None
-    for name in ("patches", "scripts", "tests", "ci", ".ci", ".git"):
+    for name in ("patches", "scripts", "tests", "ci", ".ci", ".git",
+                 ".github"):
         if _inside(real, os.path.join(root, name)):
             what = "inside the repository's %s/" % name
     if what:
