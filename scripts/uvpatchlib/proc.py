@@ -20,6 +20,17 @@ def note(text):
     print("--- " + text, file=sys.stderr, flush=True)
 
 
+def shown(path):
+    """A path as a message names it: relative to the working folder when
+    it lies under it (out/v1.x/src), else absolute."""
+    path = os.path.abspath(path)
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:  # another drive on Windows
+        return path
+    return path if rel == ".." or rel.startswith(".." + os.sep) else rel
+
+
 def show_command(cmd, cwd=None):
     if VERBOSE:
         where = " (in %s)" % cwd if cwd else ""

@@ -84,7 +84,9 @@ def base_entry(manifest, found, name):
     onto = copy.deepcopy(manifest.data)
     onto["name"] = name or re.sub(r"[^A-Za-z0-9._+-]", "-", label)
     if onto["name"] != manifest.name:
+        # A new base says what it is for, and CI takes it up, by hand.
         onto.pop("for", None)
+        onto.pop("ci", None)
     onto["upstream"].update(tag=label, commit=found["commit"],
                             tree=found["tree"])
     onto["sources"], notes = _sources(manifest, label, found["tarball"])
