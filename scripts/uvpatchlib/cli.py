@@ -35,14 +35,14 @@ def cmd_apply(args, manifest):
 def cmd_build(args, manifest):
     from .build.cmake import build_variant
     from .build.install import check_prefix, install
-    if args.prefix:
+    if args.prefix is not None:
         # Refused before minutes of building, and again before installing.
-        check_prefix(os.path.abspath(args.prefix), manifest)
+        check_prefix(args.prefix, manifest)
     with Lock(args.out, "build"):
         variant = build_variant(manifest, args.out, args.target,
                                 not args.unpatched, args.config, args.source)
-        if args.prefix:
-            install(manifest, variant, os.path.abspath(args.prefix))
+        if args.prefix is not None:
+            install(manifest, variant, args.prefix)
     print(variant.dir)
 
 
@@ -66,8 +66,24 @@ def cmd_test(args, manifest):
 
 
 def cmd_bases(args, manifest):
-    from .series.bases import describe_bases
-    print(describe_bases(manifest), end="")
+    from .series.bases import base_names, ci_steps, describe_bases
+    if args.names:
+        print(base_names(manifest), end="")
+    elif args.ci:
+        print(ci_steps(manifest), end="")
+    else:
+        print(describe_bases(manifest), end="")
+
+
+def _add_bases_options(p):
+    what = p.add_mutually_exclusive_group()
+    what.add_argument("--names", action="store_true",
+                      help="print each base's name alone, a line each "
+                           "(for scripts: .ci/run, the GitHub workflow)")
+    what.add_argument("--ci", action="store_true",
+                      help="print the steps CI runs on --base beyond the "
+                           "test command (deps.json's \"ci\"), a line each")
+    _add_base(p)
 
 
 def cmd_refresh(args, manifest):
@@ -88,8 +104,12 @@ def cmd_check(args, manifest):
             failed = bisect(manifest, args.out, _print_result)
     if failed:
         raise UvPatchError("%d check(s) of the series failed" % failed,
-                           hint="fix the messages in out/src (git commit "
-                                "--amend) and run `scripts/uvpatch refresh`")
+                           hint="fix a message in %s (git commit --amend) "
+                                "and run `scripts/uvpatch refresh%s`; a "
+                                "missing proof case or no_proof reason goes "
+                                "in deps.json (CONTRIBUTING.md)"
+                                % (proc.shown(os.path.join(args.out, "src")),
+                                   manifest.base_option))
 
 
 def cmd_vendor(args, manifest):
@@ -183,7 +203,8 @@ def _add_bench_options(p):
                         "2, --quick 1)")
     p.add_argument("--report", metavar="FILE",
                    help="where the Markdown report goes (default: "
-                        "out/bench/report.md); report.json and the SVG "
+                        "out/<base>/bench/report.md); report.json and the "
+                        "SVG "
                         "plots go next to it")
     p.add_argument("--compare", nargs="+", metavar="JSON",
                    help="OLD.json: measure, then print the differences "
@@ -212,7 +233,7 @@ def _add_rebase_options(p):
                            "v1.51.0)")
     what.add_argument("--continue", dest="resume", action="store_true",
                       help="go on after resolving a conflict in "
-                           "out/rebase")
+                           "out/<base>/rebase")
     what.add_argument("--abort", action="store_true",
                       help="drop the rebase in progress")
 
@@ -228,9 +249,11 @@ def cmd_upstream(args, manifest):
     if failed:
         raise UvPatchError("%d branch(es) fail on their own" % failed,
                            hint="each branch must build and pass alone: "
-                                "fix the patch in out/<base>/src and "
-                                "refresh; DEST holds the branches and says "
-                                "what failed")
+                                "fix the patch in %s and `scripts/uvpatch "
+                                "refresh%s`; DEST holds the branches and "
+                                "says what failed"
+                                % (proc.shown(os.path.join(args.out, "src")),
+                                   manifest.base_option))
 
 
 def _print_result(status, name, why):
@@ -263,17 +286,19 @@ def _add_build_options(p):
 COMMANDS = {
     "fetch": (cmd_fetch, "obtain and verify the pinned libuv tree",
               [_add_base, _add_source]),
-    "apply": (cmd_apply, "make out/src: the base commit plus the series",
+    "apply": (cmd_apply, "make out/<base>/src: the base commit plus the "
+              "series",
               [_add_base, _add_source, lambda p: p.add_argument(
                   "--discard", action="store_true",
-                  help="drop commits and edits in out/src that are not in "
-                       "patches/")]),
+                  help="drop commits and edits in out/<base>/src that are "
+                       "not in patches/")]),
     "bench": (cmd_bench, "measure base against patched (Release) and "
-              "write a report for upstream: out/bench/report.md, "
+              "write a report for upstream: out/<base>/bench/report.md, "
               "report.json and SVG plots",
               [_add_base, _add_source, _add_bench_options]),
     "bases": (cmd_bases, "list the supported bases, where each one's "
-              "source comes from and whether it is cached", []),
+              "source comes from and whether it is cached",
+              [_add_bases_options]),
     "build": (cmd_build, "build libuv, its test runner and tests/regress",
               [_add_base, _add_source, _add_build_options,
                lambda p: p.add_argument("--unpatched", action="store_true",
@@ -285,7 +310,7 @@ COMMANDS = {
                                              "pkg-config and CMake package "
                                              "files)")]),
     "check": (cmd_check, "lint the series: hashes, canonical form, "
-              "messages, exact apply",
+              "messages, a proof case for each fix, exact apply",
               [_add_base, lambda p: p.add_argument(
                   "--bisect", action="store_true",
                   help="also build each prefix of the series and run its "
@@ -453,7 +478,8 @@ def check_out(out_root, repo):
     root = os.path.realpath(repo)
     what = "the repository or a folder holding it" \
         if _inside(root, real) else None
-    for name in ("patches", "scripts", "tests", "ci", ".ci", ".git"):
+    for name in ("patches", "scripts", "tests", "ci", ".ci", ".git",
+                 ".github"):
         if _inside(real, os.path.join(root, name)):
             what = "inside the repository's %s/" % name
     if what:

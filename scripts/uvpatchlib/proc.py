@@ -20,6 +20,17 @@ def note(text):
     print("--- " + text, file=sys.stderr, flush=True)
 
 
+def shown(path):
+    """A path as a message names it: relative to the working folder when
+    it lies under it (out/v1.x/src), else absolute."""
+    path = os.path.abspath(path)
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:  # another drive on Windows
+        return path
+    return path if rel == ".." or rel.startswith(".." + os.sep) else rel
+
+
 def show_command(cmd, cwd=None):
     if VERBOSE:
         where = " (in %s)" % cwd if cwd else ""
@@ -28,18 +39,19 @@ def show_command(cmd, cwd=None):
 
 
 def run(cmd, cwd=None, env=None, capture=False, check=True, input=None,
-        timeout=None, what=None):
+        timeout=None, what=None, inherit=None):
     """Runs ``cmd``; a non-zero status raises UvPatchError naming it.
 
     With ``capture`` the output is returned (stdout and stderr kept apart);
-    otherwise it goes to our stderr, so stdout stays for results.
+    otherwise it goes to our stderr, so stdout stays for results. ``env``
+    is added to ``inherit`` (default: our own environment).
     """
     cmd = [str(c) for c in cmd]
     show_command(cmd, cwd)
     full_env = None
-    if env is not None:
-        full_env = dict(os.environ)
-        full_env.update(env)
+    if env is not None or inherit is not None:
+        full_env = dict(os.environ if inherit is None else inherit)
+        full_env.update(env or {})
     try:
         proc = subprocess.run(
             cmd, cwd=cwd, env=full_env, input=input, timeout=timeout,
@@ -67,8 +79,24 @@ def run(cmd, cwd=None, env=None, capture=False, check=True, input=None,
     return proc
 
 
+# What of the user's GIT_* environment reaches the tool's git: how to
+# reach a server (proxies, certificates, ssh) and tracing. The rest picks
+# a repository, an index, objects, config or dates (a hook runs with
+# GIT_DIR and GIT_INDEX_FILE of the user's commit), so it is dropped.
+_GIT_KEPT = ("GIT_SSH", "GIT_SSL_", "GIT_PROXY_", "GIT_CURL_", "GIT_HTTP_",
+             "GIT_TRACE", "GIT_ALLOW_PROTOCOL", "GIT_PROTOCOL_FROM_USER")
+
+
+def git_environ():
+    """Our environment without the GIT_* variables that would make the
+    tool's git work on another repository or with other settings."""
+    return {k: v for k, v in os.environ.items()
+            if not k.startswith("GIT_") or k.startswith(_GIT_KEPT)}
+
+
 def git(args, cwd=None, capture=True, check=True, env=None, input=None):
-    """Runs git with a fixed, reproducible identity and no user config."""
+    """Runs git with a fixed, reproducible identity, no user config and
+    none of the user's GIT_* variables that select a repository."""
     fixed = {
         "GIT_CONFIG_NOSYSTEM": "1",
         "GIT_CONFIG_GLOBAL": os.devnull,
@@ -82,7 +110,8 @@ def git(args, cwd=None, capture=True, check=True, env=None, input=None):
     if env:
         fixed.update(env)
     return run(["git"] + list(args), cwd=cwd, capture=capture, check=check,
-               env=fixed, input=input, what="git " + args[0])
+               env=fixed, input=input, what="git " + args[0],
+               inherit=git_environ())
 
 
 def git_out(args, cwd=None, env=None):

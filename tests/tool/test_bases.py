@@ -84,6 +84,27 @@ class BasesTest(World):
                       "%s; git file://%s" % (mirror, self.upstream),
                       res.stdout)
 
+    def test_names_and_ci_steps_for_scripts(self):
+        res = self.tool("bases", "--names")
+        self.assertOk(res)
+        self.assertEqual(res.stdout, "v0.0.1\nv0.0.2\n")
+        self.deps["ci"] = ["libuv", "bisect"]
+        self.save_deps()
+        res = self.tool("bases", "--ci")
+        self.assertOk(res)
+        self.assertEqual(res.stdout, "libuv\nbisect\n")
+        self.assertIn("  in CI beyond the test command: libuv, bisect",
+                      self.tool("bases").stdout.splitlines())
+        res = self.tool("bases", "--ci", "--base", "v0.0.2")
+        self.assertOk(res)
+        self.assertEqual(res.stdout, "")
+        for steps, problem in ((["lint"], "unknown CI step 'lint'"),
+                               (["libuv", "libuv"], "names a step twice")):
+            self.deps["ci"] = steps
+            self.save_deps()
+            self.assertFails(self.tool("bases", "--names"),
+                             "deps.json: bases[0].ci: " + problem)
+
     def mirror_of_first(self):
         """A bundle of upstream as it was at v0.0.1: it lacks v0.0.2."""
         clone = os.path.join(self.tmp, "old-upstream")

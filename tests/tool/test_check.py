@@ -7,7 +7,8 @@ import unittest
 
 from fixture import World, git
 
-from uvpatchlib.series.check import lint_message
+from uvpatchlib.series.check import lint_message, proof_problems
+from uvpatchlib.series.patchfile import Patch
 
 COMMIT = "80a5e3ba0" + "0" * 31
 # Longer than 50 characters and not in lower case after the subsystem:
@@ -47,6 +48,7 @@ def applied_backport(world):
     world.make_patch(1, "core-one", {"src/core.c": "int x;\n"},
                      subject=LONG_SUBJECT + "\n\n" + BACKPORT_BODY)
     world.deps["series"][0]["upstream_status"] = "Backport"
+    world.deps["series"][0]["no_proof"] = "upstream's own test covers it"
     world.save_deps()
     world.assertOk(world.tool("apply"))
     world.assertOk(world.tool("refresh"))
@@ -96,6 +98,31 @@ OWN_BODY = ("It broke.\n\nFix it.\n\n%s\nUpstream-Status: Pending\n"
             "Signed-off-by: uvpatch maintainers <uvpatch@invalid>\n")
 
 
+class EncodedSubjectTest(unittest.TestCase):
+    """refresh runs git format-patch --encode-email-headers: a subject
+    that is not ASCII comes as RFC 2047 encoded words, folded."""
+
+    # As git 2.47 writes "unix: don’t read the café's queue twice".
+    ENCODED = ("=?UTF-8?q?unix:=20don=E2=80=99t=20read=20the=20caf=C3=A9's"
+               "=20qu?=\n =?UTF-8?q?eue=20twice?=")
+
+    def test_subject_is_decoded(self):
+        text = patch_text(self.ENCODED, OWN_BODY % "")
+        self.assertEqual(Patch(text).subject,
+                         "unix: don\u2019t read the caf\u00e9's queue twice")
+        # 39 characters, not the 89 of the encoded form; and lower case.
+        self.assertEqual(lint_message("0001-x.patch", text), [])
+
+    def test_plain_folded_subject(self):
+        text = patch_text("core: a subject\n that git folded", OWN_BODY % "")
+        self.assertEqual(Patch(text).subject,
+                         "core: a subject that git folded")
+
+    def test_broken_encoding_is_kept_as_it_is(self):
+        text = patch_text("=?UTF-8?q?core:=20fix", OWN_BODY % "")
+        self.assertEqual(Patch(text).subject, "=?UTF-8?q?core:=20fix")
+
+
 class UpstreamFormTest(unittest.TestCase):
     """A message of our own goes upstream: its trailers in libuv's URL
     form, and no word about this project's tool."""
@@ -141,6 +168,56 @@ class UpstreamFormTest(unittest.TestCase):
                                       patch_text(LONG_SUBJECT, body)), [])
 
 
+class ProofRuleTest(unittest.TestCase):
+    """A fix of our own names a proof case; a backport or a tests-only
+    patch without one says why."""
+
+    def problems(self, status="Pending", subject="core: fix it",
+                 diff=DIFF, **fields):
+        entry = {"file": "0001-x.patch", "upstream_status": status}
+        entry.update(fields)
+        text = patch_text(subject, OWN_BODY % "").replace(DIFF, diff)
+        return proof_problems(entry, text)
+
+    PROOF = [{"target": "linux", "cases": ["udp_x/fails_before"]}]
+
+    def test_fix_needs_a_proof(self):
+        for status in ("Pending", "Submitted", "Accepted", "Inappropriate"):
+            problems = self.problems(status)
+            self.assertEqual(len(problems), 1, status)
+            self.assertIn("a fix patch (Upstream-Status %s, not tests-only) "
+                          "must name a proof case in deps.json" % status,
+                          problems[0])
+        # A reason does not stand in for a fix's proof.
+        self.assertEqual(len(self.problems(no_proof="hard to test")), 1)
+        self.assertEqual(self.problems(proof=self.PROOF), [])
+
+    def test_backport_says_why_it_has_none(self):
+        problems = self.problems("Backport")
+        self.assertEqual(problems, [
+            "a backport with no proof case must say why in deps.json: "
+            "\"no_proof\": \"reason\""])
+        self.assertEqual(self.problems("Backport", no_proof="upstream's "
+                                       "test covers it"), [])
+        self.assertEqual(self.problems("Backport", proof=self.PROOF), [])
+
+    def test_tests_only_says_why_it_has_none(self):
+        tests_diff = DIFF.replace("src/core.c", "test/test-core.c")
+        for subject, diff in (("test: cover it", DIFF),
+                              ("core: cover it", tests_diff)):
+            problems = self.problems(subject=subject, diff=diff)
+            self.assertEqual(problems, [
+                "a tests-only patch with no proof case must say why in "
+                "deps.json: \"no_proof\": \"reason\""], subject)
+            self.assertEqual(self.problems(subject=subject, diff=diff,
+                                           no_proof="passes on the base"),
+                             [])
+
+    def test_proof_and_reason_together(self):
+        self.assertEqual(self.problems(proof=self.PROOF, no_proof="why"), [
+            "deps.json names proof cases and a no_proof reason: keep one"])
+
+
 class CheckCommandTest(World):
     """check through the CLI, on a series holding a backport."""
 
@@ -149,7 +226,10 @@ class CheckCommandTest(World):
         res = self.tool("check")
         self.assertOk(res)
         name = self.base_now()["series"][0]["file"]
-        self.assertIn("PASS check %s: canonical, message ok" % name,
+        self.assertIn("PASS check %s: canonical (refresh would not change "
+                      "it); upstream's message with Origin: upstream's "
+                      "commit, Upstream-Status and Last-Update; no proof "
+                      "case: upstream's own test covers it" % name,
                       res.stdout)
 
         # The same patch without its Origin: line fails check.
@@ -163,6 +243,28 @@ class CheckCommandTest(World):
         self.assertFails(res, "1 check(s) of the series failed")
         self.assertIn("FAIL check %s: a backport needs 'Origin: upstream, "
                       % self.base_now()["series"][0]["file"], res.stdout)
+
+    def test_check_fails_a_fix_without_proof(self):
+        self.make_patch(1, "core-fix", {"src/core.c": "int fixed;\n"},
+                        subject="core: fix it\n\n" + OWN_BODY % "")
+        self.assertOk(self.tool("apply"))
+        self.assertOk(self.tool("refresh"))
+        name = self.base_now()["series"][0]["file"]
+        res = self.tool("check")
+        self.assertFails(res, "1 check(s) of the series failed")
+        self.assertIn("FAIL check %s: a fix patch (Upstream-Status Pending, "
+                      "not tests-only) must name a proof case in deps.json"
+                      % name, res.stdout)
+        self.deps = self.base_now()
+        self.deps["series"][0]["proof"] = [
+            {"target": "linux", "cases": ["core/fails_before"]}]
+        self.save_deps()
+        res = self.tool("check")
+        self.assertOk(res)
+        self.assertIn("PASS check %s: canonical (refresh would not change "
+                      "it); 'subsystem: summary' subject of at most 50 "
+                      "characters" % name, res.stdout)
+        self.assertIn("; 1 proof case(s)", res.stdout)
 
 
 if __name__ == "__main__":

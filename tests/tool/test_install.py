@@ -7,14 +7,16 @@ import os
 import random
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
 import unittest
 
-from fixture import TOOL, write
+from fixture import TOOL, git, write
 from test_build import BuildWorld, HAVE_TOOLS
 from test_faults import UNSHARE_SKIP, _group_alive
+from test_keep import add_specials, assert_specials, posix_acl
 
 from uvpatchlib.build.install import PROVENANCE
 from uvpatchlib.build.vendor import local_edits
@@ -154,6 +156,51 @@ class InstallFaultTest(BuildWorld):
         self.assertOk(self.tool("build", "--prefix", self.prefix))
         self.assertEqual(self.whole(), "")
         self.assertEqual(self.beside(), [])
+
+    def test_prefix_versioned_with_git_is_kept(self):
+        self.assertOk(self.tool("build", "--prefix", self.prefix))
+        git(["init", "-q", "-b", "main"], self.prefix)
+        git(["add", "-A"], self.prefix)
+        git(["commit", "-q", "-m", "my libuv"], self.prefix)
+        res = self.tool("build", "--unpatched", "--prefix", self.prefix)
+        self.assertOk(res)
+        self.assertEqual(git(["log", "--format=%s"], self.prefix).stdout,
+                         "my libuv\n")
+        self.assertEqual(self.whole(), "")
+        self.assertFalse(os.path.exists(os.path.join(
+            self.prefix, "include", "uv", "big.h")))
+
+    def test_empty_folders_and_special_files_are_kept(self):
+        self.assertOk(self.tool("build", "--prefix", self.prefix))
+        add_specials(self.prefix, self)
+        res = self.tool("build", "--unpatched", "--prefix", self.prefix)
+        self.assertOk(res)
+        assert_specials(self, self.prefix)
+        self.assertEqual(self.whole(), "")
+        self.assertEqual(self.beside(), [])
+
+    def test_prefix_folder_keeps_mode_owner_and_acl(self):
+        self.assertOk(self.tool("build", "--prefix", self.prefix))
+        os.chmod(self.prefix, 0o2775)
+        owned = os.geteuid() == 0
+        if owned:
+            os.chown(self.prefix, 65534, 100)
+        try:
+            os.setxattr(self.prefix, "system.posix_acl_access",
+                        posix_acl(65534))
+            acl = os.getxattr(self.prefix, "system.posix_acl_access")
+        except OSError:
+            acl = None      # no ACLs on this file system
+        mode = stat.S_IMODE(os.stat(self.prefix).st_mode)
+        self.assertOk(self.tool("build", "--unpatched", "--prefix",
+                                self.prefix))
+        st = os.stat(self.prefix)
+        self.assertEqual(stat.S_IMODE(st.st_mode), mode)
+        if owned:
+            self.assertEqual((st.st_uid, st.st_gid), (65534, 100))
+        if acl is not None:
+            self.assertEqual(os.getxattr(self.prefix,
+                                         "system.posix_acl_access"), acl)
 
     def test_kill_during_install(self):
         """kill -9 at random moments of the install and the swap (a

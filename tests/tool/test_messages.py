@@ -13,6 +13,34 @@ import unittest
 from fixture import World, TOOL, git, sha256
 
 
+class WorkFolderHintTest(World):
+    """A message names the base's work folder as it is, out/<base>/src,
+    and the command that acts on that base."""
+
+    def test_uncommitted_edit_named_where_it_is(self):
+        self.make_three_patches()
+        self.add_base("v0.0.2", {"src/core.c": "int second;\n"},
+                      {"src/core.c": "int second_patched;\n"})
+        for base, option in ((self.base, ""), ("v0.0.2", " --base v0.0.2")):
+            args = ("--base", base) if option else ()
+            self.assertOk(self.tool("apply", *args))
+            src = os.path.join(self.out, base, "src")
+            with open(os.path.join(src, "src", "core.c"), "a") as f:
+                f.write("int edit;\n")
+            res = self.tool("refresh", *args)
+            self.assertFails(res, "error: %s has uncommitted edits" % src,
+                             "hint: commit them (git -C %s commit" % src)
+            res = self.tool("apply", *args)
+            self.assertFails(res, "error: %s has work that is not in "
+                             "patches/" % src,
+                             "run `scripts/uvpatch refresh%s` (it rewrites "
+                             "patches/%s/ from the commits in %s)"
+                             % (option, base, src),
+                             "`scripts/uvpatch apply%s --discard`" % option)
+            self.assertTrue(os.path.isdir(src))
+            self.assertNotIn("out/src", res.stderr)
+
+
 class PatchMessageTest(World):
     def setUp(self):
         super().setUp()

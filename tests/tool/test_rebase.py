@@ -376,6 +376,9 @@ class RebaseBasesTest(RebaseWorld):
     def test_name_adds_a_base(self):
         new = self.upstream_commit({"README.md": "fake libuv 2\n"},
                                    "release", tag="v0.0.2")
+        # What CI runs on a base is chosen for each one: not inherited.
+        self.deps["ci"] = ["bisect"]
+        self.save_deps()
         res = self.tool("rebase", "--onto", "v0.0.2", "--name", "fork")
         self.assertOk(res)
         self.assertIn("-> base fork: v0.0.2 (%s)" % new[:12], res.stdout)
@@ -390,6 +393,8 @@ class RebaseBasesTest(RebaseWorld):
                 "0001-core-line5.patch", "0002-core-line30.patch",
                 "0003-timer-b.patch"])
         self.assertEqual(deps["series"][2]["tests"], ["timer_b"])
+        self.assertNotIn("ci", deps)
+        self.assertEqual(self.deps_now()["ci"], ["bisect"])
         self.assertUntouched()
         self.assertConsistent("fork")
 

@@ -74,6 +74,29 @@ class RefreshTest(World):
         self.assertFails(res, "uncommitted edits", "src/core.c")
         self.assertEqual(self.files(), self.snapshot)
 
+    def test_patch_edited_after_apply_is_refused(self):
+        # The user edits the patch itself and records its sha256: out/src
+        # still holds the older series, which refresh must not write back.
+        name = "0001-core-change-core-line5.patch"
+        path = os.path.join(self.patches, name)
+        text = self.snapshot[name].replace("+int line5 = 50;",
+                                           "+int line5 = 55;")
+        write(path, text)
+        deps = self.deps_doc()
+        deps["bases"][0]["series"][0]["sha256"] = sha256(path)
+        write(os.path.join(self.root, "deps.json"),
+              json.dumps(deps, indent=2) + "\n")
+        before = self.files()
+        res = self.tool("refresh")
+        self.assertFails(res, "patches/ changed since out/src was applied",
+                         name, "scripts/uvpatch apply")
+        self.assertEqual(res.returncode, 6)
+        self.assertEqual(self.files(), before)
+        # After apply, refresh keeps the edit.
+        self.assertOk(self.tool("apply"))
+        self.assertOk(self.tool("refresh"))
+        self.assertIn("+int line5 = 55;", self.files()[name])
+
 
 class RefreshMetadataTest(World):
     def test_dropped_patch_does_not_shift_metadata(self):

@@ -205,3 +205,90 @@ class LibuvRerunTest(unittest.TestCase):
         # No reruns: the base already says the failure is not the series'.
         self.assertEqual(calls["patched"], 1)
         self.assertIn("fails on the unpatched base too: base why", out)
+
+
+class LibuvRecordTest(unittest.TestCase):
+    """`test --suite libuv` leaves out the selection that `test` ran on
+    the same build, and only that."""
+
+    class Runner:
+        isolated = True
+
+        def may_run(self, test):
+            return None
+
+    def setUp(self):
+        from uvpatchlib.build.cmake import Variant
+        self.out = tempfile.mkdtemp(prefix="uvpatch-test-")
+        self.addCleanup(shutil.rmtree, self.out, True)
+        self.patched = Variant(self.out, self.out, "linux", True, "Release")
+        self.base = Variant(self.out, self.out, "linux", False, "Release")
+        for v in (self.patched, self.base):
+            write(v.runner(), "runner of %s\n" % v.name)
+        self.outcome = {}
+
+    def run_suite(self, everything):
+        ran = []
+
+        def fake_run(runner, variant, test):
+            ran.append(test)
+            if variant.patched:
+                return self.outcome.get(test, ("PASS", ""))
+            return "PASS", ""
+
+        tally = Tally()
+        saved = libuvsuite.libuv_run, libuvsuite._libuv_tests
+        libuvsuite.libuv_run = fake_run
+        libuvsuite._libuv_tests = lambda runner, variant: [
+            "udp_a", "timer_b", "tcp_c", "loop_d"]
+        try:
+            with contextlib.redirect_stdout(io.StringIO()), \
+                    contextlib.redirect_stderr(io.StringIO()) as err:
+                libuvsuite.run_libuv(self.patched, self.base, self.Runner(),
+                                     tally, everything)
+        finally:
+            libuvsuite.libuv_run, libuvsuite._libuv_tests = saved
+        return ran, tally, err.getvalue()
+
+    def test_all_of_the_suite_skips_what_the_selection_ran(self):
+        ran, _, _ = self.run_suite(everything=False)
+        self.assertEqual(ran, ["udp_a", "timer_b", "loop_d"])
+        ran, tally, err = self.run_suite(everything=True)
+        self.assertEqual(ran, ["tcp_c"])
+        self.assertEqual(tally.passed, 1)
+        self.assertIn("3 of libuv's tests (3 passed, 0 skipped) ran in "
+                      "`scripts/uvpatch test` on this same build", err)
+
+    def test_a_rebuilt_runner_runs_everything(self):
+        self.run_suite(everything=False)
+        for variant in (self.patched, self.base):
+            self.run_suite(everything=False)
+            write(variant.runner(), "rebuilt\n")
+            ran, _, err = self.run_suite(everything=True)
+            self.assertEqual(ran, ["udp_a", "timer_b", "tcp_c", "loop_d"])
+            self.assertNotIn("on this same build", err)
+
+    def test_another_config_has_its_own_record(self):
+        from uvpatchlib.build.cmake import Variant
+        self.run_suite(everything=False)
+        self.patched = Variant(self.out, self.out, "linux", True, "asan")
+        write(self.patched.runner(), "asan runner\n")
+        ran, _, _ = self.run_suite(everything=True)
+        self.assertEqual(len(ran), 4)
+
+    def test_a_failure_runs_again(self):
+        self.outcome["timer_b"] = ("FAIL", "exit status 1")
+        self.run_suite(everything=False)
+        del self.outcome["timer_b"]
+        ran, _, _ = self.run_suite(everything=True)
+        self.assertEqual(ran, ["timer_b", "tcp_c"])
+
+    def test_a_rerun_of_the_selection_runs_it_all(self):
+        self.run_suite(everything=False)
+        ran, _, _ = self.run_suite(everything=False)
+        self.assertEqual(ran, ["udp_a", "timer_b", "loop_d"])
+
+    def test_all_of_the_suite_is_not_recorded(self):
+        self.run_suite(everything=True)
+        ran, _, _ = self.run_suite(everything=True)
+        self.assertEqual(len(ran), 4)

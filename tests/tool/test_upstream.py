@@ -1,8 +1,11 @@
 import os
 import shutil
 import socket
+import subprocess
+import sys
 import unittest
 
+import fixture
 from fixture import World, git, write, UPSTREAM_FILES
 
 from uvpatchlib.series import message
@@ -631,6 +634,40 @@ class UpstreamCheckTest(World):
         # One tree and one build folder served both branches and sides.
         builds = os.listdir(os.path.join(self.work, "build"))
         self.assertEqual(builds, ["linux-pr-Release"])
+
+    @unittest.skipUnless(shutil.which("ccache"), "needs ccache")
+    def test_checkout_and_build_under_one_folder(self):
+        # As a new user who clones under /tmp: the tool's checkout and the
+        # build folder share a parent, which ccache then takes as its base
+        # folder and writes __FILE__ relative to the build folder. The
+        # text must still name the test's file as libuv has it.
+        # Spaces too, as in a home folder named "My Projects".
+        checkout = os.path.join(self.tmp, "my checkout")
+        out = os.path.join(self.tmp, "out dir")
+        shutil.copytree(os.path.join(fixture.REPO, "scripts"),
+                        os.path.join(checkout, "scripts"),
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        self.fix_with_test(1, 51, "core: set line5\n\nIt was 5.\n\n"
+                                  "Set it to 51.\n")
+        env = dict(os.environ, XDG_CACHE_HOME=self.cache,
+                   GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1",
+                   CCACHE_DIR=os.path.join(self.tmp, "ccache"))
+        env.pop("UVPATCH_CCACHE", None)
+        env.pop("UVPATCH_SOURCE", None)
+        res = subprocess.run(
+            [sys.executable, os.path.join(checkout, "scripts", "uvpatch"),
+             "--repo", self.root, "--out", out, "upstream", "--author",
+             "Ada <ada@invalid>", "--check", self.dest], env=env,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.assertFails(res, "1 branch(es) fail on their own")
+        md = read(self.dest, "01-core-line5.md")
+        self.assertIn("Assertion failed in test/test-core.c: line5 == 5 |",
+                      md)
+        self.assertIn("Assertion failed in test/test-core.c: line5 == 51 |",
+                      md)
+        self.assertNotIn("../", md)
+        self.assertNotIn(self.tmp, md)
+        self.assertNotIn("out dir", md)
 
     def test_failing_own_test_fails_the_check(self):
         # The "fix" sets 51: its own test fails on the branch.

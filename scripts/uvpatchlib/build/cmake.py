@@ -146,6 +146,24 @@ def _ccache_env(build_dir):
     return env
 
 
+def shown_prefixes(variant):
+    """The forms of the source folder that a compiled __FILE__ may start
+    with, longest first: the absolute path, and the path relative to each
+    build folder, as ccache writes it when CCACHE_BASEDIR holds both (say
+    a checkout and out/ under /tmp). What a test prints is cut at these,
+    so a report reads test/test-core.c wherever the folders live."""
+    found = set()
+    for source in {os.path.abspath(variant.source),
+                   os.path.realpath(variant.source)}:
+        found.add(source + os.sep)
+        for build in (variant.libuv_dir, variant.regress_dir,
+                      variant.bench_dir):
+            for base in {os.path.abspath(build), os.path.realpath(build)}:
+                found.add(os.path.relpath(source, base) + os.sep)
+    # A shorter form inside a longer one must not cut it first.
+    return sorted(found, key=len, reverse=True)
+
+
 def _common_args(variant):
     cfg = CONFIGS[variant.config]
     args = ["-G", "Ninja", "-DCMAKE_BUILD_TYPE=" + cfg["build_type"]]

@@ -17,20 +17,26 @@ A consumer never sees a partial install: CMake installs into a folder
 beside the prefix, .NAME.uvpatch-new, and that folder is swapped in
 whole (one atomic exchange where the system has it, else two renames
 with the earlier install kept as .NAME.uvpatch-old until the second).
+What the prefix holds that the install did not write (a .git, empty
+folders, FIFOs...) and the prefix folder's own mode, owner, group and
+ACL go with it (see swap.py).
 A kill or a full disk at any moment leaves those folders at most; the
 next `build --prefix` finishes or undoes the swap and removes them,
 under a lock on the prefix (.NAME.uvpatch-lock) that makes two installs
 into one prefix wait for each other.
 """
 
+import fnmatch
+import json
 import os
 import shlex
 
 from .. import proc
 from ..errors import UvPatchError, EXIT_FAILURE, EXIT_STATE, EXIT_USAGE
-from ..source.fsutil import Lock, exchange, remove_tree, write_atomic
+from ..source.fsutil import Lock, remove_tree, write_atomic
 from ..source.gittree import file_ids
 from ..series.apply import BASE_TAG
+from . import swap
 from .cmake import _common_args, _configure, _ninja
 from .vendor import _inside, local_edits, provenance
 
@@ -43,20 +49,60 @@ def _beside(real, what):
     return os.path.join(parent, ".%s.uvpatch-%s" % (name, what))
 
 
+# Characters CMake cannot carry in CMAKE_INSTALL_PREFIX: ';' separates
+# its lists, a line break ends a line of the .pc and .cmake files.
+_BAD_CHARS = {";": "';'", "\n": "a line break", "\r": "a carriage return"}
+
+
+def _check_name(prefix):
+    if not prefix:
+        raise UvPatchError("--prefix is empty",
+                           hint="give the folder to install into, e.g. "
+                                "--prefix $HOME/.local/libuv-uvpatch",
+                           status=EXIT_USAGE)
+    bad = [name for ch, name in _BAD_CHARS.items() if ch in prefix]
+    if bad:
+        raise UvPatchError(
+            "--prefix %r contains %s, which CMake cannot take in an "
+            "install prefix" % (prefix, " and ".join(bad)),
+            hint="choose a folder whose path has no ';' or line break",
+            status=EXIT_USAGE)
+
+
+def _ignored_top(root):
+    """The top-level names .gitignore of the checkout ignores (out/)."""
+    try:
+        with open(os.path.join(root, ".gitignore"), encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except (OSError, ValueError):
+        return []
+    return [ln.strip().strip("/") for ln in lines
+            if ln.strip() and not ln.startswith(("#", "!"))
+            and "/" not in ln.strip().strip("/")]
+
+
 def _check_place(prefix, real, manifest):
     """Refuses, before any build, a prefix that cannot receive an install
     whatever it holds: in this repository, not a folder, under a file, on
     a read-only or unwritable file system, or a mount point."""
+    _check_name(prefix)
     root = os.path.realpath(manifest.root)
     if _inside(root, real):
         raise UvPatchError("%s is this repository or holds it" % prefix,
                            hint="install elsewhere, e.g. "
                                 "$HOME/.local/libuv-uvpatch",
                            status=EXIT_USAGE)
-    if _inside(real, os.path.join(root, "patches")):
-        raise UvPatchError("%s is inside patches/" % prefix,
-                           hint="install outside patches/; the tool "
-                                "rewrites it", status=EXIT_USAGE)
+    if _inside(real, root):
+        # Inside the checkout only in a folder git ignores (out/): the
+        # tracked ones (scripts/, tests/, patches/) and .git are the
+        # project's own.
+        top = os.path.relpath(real, root).split(os.sep)[0]
+        if top == ".git" or not any(fnmatch.fnmatchcase(top, pattern)
+                                    for pattern in _ignored_top(root)):
+            raise UvPatchError(
+                "%s is inside this repository's %s/" % (prefix, top),
+                hint="install outside the repository, or in a folder its "
+                     ".gitignore ignores, such as out/", status=EXIT_USAGE)
     if os.path.lexists(real) and not os.path.isdir(real):
         raise UvPatchError("%s exists and is not a folder" % prefix,
                            hint="remove it or choose another prefix",
@@ -103,24 +149,29 @@ def _lock(real):
                 name=os.path.basename(_beside(real, "lock")))
 
 
+def _places(real):
+    return swap.Places(real, _beside(real, "new"), _beside(real, "old"),
+                       _beside(real, "kept"))
+
+
 def recover(real):
     """Finishes or undoes a swap a kill interrupted, and removes what a
     killed or failed install left beside the prefix. Under the lock."""
-    old, new = _beside(real, "old"), _beside(real, "new")
-    if not os.path.lexists(real) and os.path.isdir(old):
-        # Killed between the two renames: the earlier install goes back.
-        os.rename(old, real)
+    places = _places(real)
+    left = [p for p in (places.old, places.new, places.journal)
+            if os.path.lexists(p)]
+    if not os.path.lexists(real) and os.path.isdir(places.old):
         proc.note("%s: put back the earlier install an interrupted run "
                   "had moved aside" % real)
-    for left in (old, new):
-        if os.path.lexists(left):
-            remove_tree(left)
-            proc.note("removed %s, left by an interrupted install" % left)
+    swap.recover(places)
+    for path in left:
+        proc.note("removed %s, left by an interrupted install" % path)
 
 
 def _check_content(prefix, real):
-    """None for a new or empty prefix; ``real`` for an earlier install
-    of this tool; refuses anything else."""
+    """None for a new or empty prefix; the files of the earlier install
+    of this tool there (its provenance file among them); refuses
+    anything else."""
     if not os.path.isdir(real) or not os.listdir(real):
         return None
     edits = local_edits(real, PROVENANCE)
@@ -136,13 +187,22 @@ def _check_content(prefix, real):
             % (prefix, "\n  ".join(edits[:20])),
             hint="remove the folder yourself if the changes may go, or "
                  "choose another prefix", status=EXIT_STATE)
-    return real
+    return set(installed_files(real)) | {PROVENANCE}
+
+
+def installed_files(real):
+    """The files the earlier install recorded in its provenance file."""
+    with open(os.path.join(real, *PROVENANCE.split("/")),
+              encoding="utf-8") as f:
+        return json.load(f)["files"]
 
 
 def check_prefix(prefix, manifest):
     """Refuses a prefix that must not receive an install; run before
     the build, so a bad prefix costs no minutes. Repairs what an
     interrupted install left first."""
+    _check_name(prefix)
+    prefix = os.path.abspath(prefix)
     real = os.path.realpath(prefix)
     _check_place(prefix, real, manifest)
     with _lock(real):
@@ -161,6 +221,8 @@ def install(manifest, variant, prefix, applied=None):
     {relative path: "mode blob-id"} of what was installed. ``applied``,
     (commit of out/src, its series entries), names a prefix of the
     series that ``variant.source`` holds (bench --only dns-insn)."""
+    _check_name(prefix)
+    prefix = os.path.abspath(prefix)
     real = os.path.realpath(prefix)
     _check_place(prefix, real, manifest)
     proc.step("install %s into %s" % (variant.name, real))
@@ -180,7 +242,7 @@ def install(manifest, variant, prefix, applied=None):
                                 "config": variant.config}}
     with _lock(real):
         recover(real)
-        _check_content(prefix, real)
+        ours = _check_content(prefix, real) or set()
         new = _beside(real, "new")
         try:
             files = _stage(manifest, variant, build_dir, new, extra,
@@ -188,7 +250,7 @@ def install(manifest, variant, prefix, applied=None):
         except BaseException:
             remove_tree(new)
             raise
-        _swap(new, real)
+        swap.swap_in(_places(real), ours)
     libs = sorted(p for p in files
                   if p.startswith(("lib/", "bin/")) and "/" not in p[4:])
     proc.note("installed %d files (%s) in %s"
@@ -250,17 +312,3 @@ def _check_installed(build_dir, new):
             % "\n  ".join(stray[:10]),
             hint="the tree's CMakeLists.txt installs to an absolute path; "
                  "fix that in a patch", status=EXIT_FAILURE)
-
-
-def _swap(new, real):
-    """Puts the staged install ``new`` at ``real`` as a whole."""
-    if not os.path.lexists(real):
-        os.rename(new, real)
-        return
-    if exchange(new, real):
-        remove_tree(new)    # now the earlier install
-        return
-    old = _beside(real, "old")
-    os.rename(real, old)
-    os.rename(new, real)
-    remove_tree(old)

@@ -5,6 +5,10 @@ tree and UVPATCH.json, which says where they came from and lists every
 file's git blob id, so a later export can tell an untouched earlier
 export from one with local edits. Two exports of the same inputs are
 byte-for-byte the same.
+
+What DEST holds that no export wrote (its .git, a submodule's .git file,
+empty folders, FIFOs) is kept, and so are DEST's mode, owner and ACL
+(see swap.py). A lock on DEST's parent folder keeps two runs apart.
 """
 
 import json
@@ -12,9 +16,10 @@ import os
 
 from .. import VERSION, proc
 from ..errors import UvPatchError, EXIT_STATE, EXIT_USAGE
-from ..source.fsutil import remove_tree
+from ..source.fsutil import Lock, remove_tree
 from ..source.gittree import file_ids
 from ..series.apply import BASE_TAG, apply_series
+from . import swap
 
 PROVENANCE = "UVPATCH.json"
 
@@ -118,10 +123,41 @@ def _export(src, rev, work, index):
         remove_tree(index)
 
 
-def _recover(dest, aside):
-    """Puts back DEST when a crash came between the two renames."""
-    if not os.path.lexists(dest) and os.path.isdir(aside):
-        os.rename(aside, dest)
+def _check_local(dest, force):
+    """DEST's local edits (a list, empty for none) or None for a new or
+    empty DEST; refuses what may not be replaced."""
+    if not (os.path.isdir(dest) and os.listdir(dest)):
+        return None
+    edits = local_edits(dest)
+    if edits is None:
+        raise UvPatchError(
+            "%s is not empty and is not an earlier export (no valid %s)"
+            % (dest, PROVENANCE),
+            hint="choose a new or empty folder, or remove this one "
+                 "yourself if its content may go", status=EXIT_STATE)
+    if edits and not force:
+        raise UvPatchError(
+            "%s has local edits since its export:\n  %s"
+            % (dest, "\n  ".join(edits)),
+            hint="move the edits into a patch (see docs/commands.md, "
+                 "Editing a patch), or pass --force to overwrite them",
+            status=EXIT_STATE)
+    return edits
+
+
+def _ours(dest):
+    """The files the earlier export wrote in DEST, its provenance too."""
+    with open(os.path.join(dest, PROVENANCE), encoding="utf-8") as f:
+        return set(json.load(f)["files"]) | {PROVENANCE}
+
+
+def _lock(dest):
+    # DEST's parent, as DEST itself is replaced by the swap.
+    return Lock(os.path.dirname(dest), "vendor", name=None,
+                busy=("another uvpatch vendor is exporting into %s"
+                      % os.path.dirname(dest),
+                      "wait for it to finish, then run vendor again if "
+                      "its result is not the one you want"))
 
 
 def vendor(manifest, out, dest, patched=True, force=False, source=None):
@@ -129,52 +165,59 @@ def vendor(manifest, out, dest, patched=True, force=False, source=None):
     # A link is followed: the export goes where it points.
     dest = os.path.realpath(dest)
     name = os.path.basename(dest)
-    scratch = os.path.join(os.path.dirname(dest), ".%s.uvpatch-new" % name)
-    aside = os.path.join(os.path.dirname(dest), ".%s.uvpatch-old" % name)
-    _recover(dest, aside)
-    if os.path.isdir(dest) and os.listdir(dest):
-        edits = local_edits(dest)
-        if edits is None:
-            raise UvPatchError(
-                "%s is not empty and is not an earlier export (no valid %s)"
-                % (dest, PROVENANCE),
-                hint="choose a new or empty folder, or remove this one "
-                     "yourself if its content may go", status=EXIT_STATE)
-        if edits and not force:
-            raise UvPatchError(
-                "%s has local edits since its export:\n  %s"
-                % (dest, "\n  ".join(edits)),
-                hint="move the edits into a patch (see docs/commands.md, "
-                     "Editing a patch), or pass --force to overwrite them",
-                status=EXIT_STATE)
+    parent = os.path.dirname(dest)
+    places = swap.Places(dest, os.path.join(parent, ".%s.uvpatch-new" % name),
+                         os.path.join(parent, ".%s.uvpatch-old" % name),
+                         os.path.join(parent, ".%s.uvpatch-kept" % name))
+    with _lock(dest):
+        swap.recover(places)
+        edits = _check_local(dest, force)
         if edits:
             proc.note("--force: overwriting %d local edit(s) in %s"
                       % (len(edits), dest))
-
-    src = apply_series(manifest, out, source=source)
-    proc.step("vendor")
-    rev = "HEAD" if patched else BASE_TAG
-    want = proc.git_out(["rev-parse", rev + "^{tree}"], cwd=src)
-    remove_tree(scratch)
-    try:
-        os.makedirs(scratch)
-        _export(src, rev, scratch, os.path.join(out, ".vendor.index"))
-        files, tree = file_ids(scratch)
-        if tree != want:
-            raise UvPatchError(
-                "the exported files have tree %s, git says %s" % (tree, want),
-                hint="the file system changed the files (case folding, "
-                     "links or modes?); export to another disk")
-        with open(os.path.join(scratch, PROVENANCE), "w", encoding="utf-8",
-                  newline="\n") as f:
-            f.write(provenance(manifest, patched, tree, files))
-        remove_tree(aside)
-        if os.path.lexists(dest):
-            os.rename(dest, aside)
-        os.rename(scratch, dest)
-        remove_tree(aside)
-    finally:
-        remove_tree(scratch)
+        src = apply_series(manifest, out, source=source)
+        proc.step("vendor")
+        rev = "HEAD" if patched else BASE_TAG
+        want = proc.git_out(["rev-parse", rev + "^{tree}"], cwd=src)
+        scratch = places.new
+        try:
+            os.makedirs(scratch)
+            _export(src, rev, scratch, os.path.join(out, ".vendor.index"))
+            files, tree = file_ids(scratch)
+            if PROVENANCE in files:
+                raise UvPatchError(
+                    "the tree has a %s of its own, where vendor writes "
+                    "its provenance file" % PROVENANCE,
+                    hint="drop that file from the series (a patch adds "
+                         "it)", status=EXIT_STATE)
+            if tree != want:
+                raise UvPatchError(
+                    "the exported files have tree %s, git says %s"
+                    % (tree, want),
+                    hint="the file system changed the files (case "
+                         "folding, links or modes?); export to another "
+                         "disk")
+            # A new file, never through a link of the tree.
+            fd = os.open(os.path.join(scratch, PROVENANCE),
+                         os.O_WRONLY | os.O_CREAT | os.O_EXCL
+                         | getattr(os, "O_NOFOLLOW", 0), 0o644)
+            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+                f.write(provenance(manifest, patched, tree, files))
+            # DEST again, as it is now: an edit made while the series
+            # was applied is not overwritten unseen.
+            now = local_edits(dest) if os.path.isdir(dest) and \
+                os.listdir(dest) else None
+            if now != edits:
+                raise UvPatchError(
+                    "%s changed while vendor ran:\n  %s"
+                    % (dest, "\n  ".join(now or ["it is not an earlier "
+                                                   "export any more"])),
+                    hint="nothing was overwritten; run vendor again once "
+                         "nothing else writes there", status=EXIT_STATE)
+            swap.swap_in(places, _ours(dest) if edits is not None
+                         else set())
+        finally:
+            swap.recover(places)
     proc.note("%s: %d files, tree %s (%s)"
               % (dest, len(files), tree[:12],
                  "%d patches" % len(manifest.series) if patched

@@ -2,8 +2,9 @@
 and kresd, for the base unpatched and for each prefix of the series that
 touches Linux, so each patch's price shows as a delta.
 
-Each prefix is checked out of out/src (as check --bisect does, rewriting
-only what the next patch changes, so ccache and ninja rebuild little)
+Each prefix is checked out of out/<base>/src (as check --bisect does,
+rewriting only what the next patch changes, so ccache and ninja rebuild
+little)
 and installed by `build --prefix`'s code into
 out/<base>/bench/dns/insn/prefix-NN. The servers are those of bench
 --only dns (same zone, hints, queries, private network namespace, the

@@ -60,12 +60,14 @@ def _same_series(state, want):
 
 
 def local_changes(src, state):
-    """What out/src holds beyond the applied series: commits and edits."""
+    """What out/<base>/src holds beyond the applied series: commits and
+    edits."""
     changes = []
     head = proc.git(["rev-parse", "-q", "--verify", "HEAD"], cwd=src,
                     check=False).stdout.strip()
     if state is None:
-        return ["out/src was not made by `scripts/uvpatch apply`"]
+        return ["%s was not made by `scripts/uvpatch apply`"
+                % proc.shown(src)]
     if head != state["head"]:
         log = proc.git(["log", "--oneline", "%s..HEAD" % state["head"]],
                        cwd=src, check=False).stdout.strip()
@@ -80,7 +82,7 @@ def local_changes(src, state):
 
 
 def apply_series(manifest, out, source=None, discard=False):
-    """Makes out/src match deps.json; returns its path."""
+    """Makes out/<base>/src match deps.json; returns its path."""
     src = os.path.join(out, "src")
     recover_dir(src)
     state = read_state(src) if os.path.isdir(src) else None
@@ -88,22 +90,25 @@ def apply_series(manifest, out, source=None, discard=False):
         changes = local_changes(src, state)
         if changes and not discard:
             raise UvPatchError(
-                "out/src has work that is not in patches/:\n  "
-                + "\n  ".join(changes),
-                hint="to keep it, run `scripts/uvpatch refresh` (it "
-                     "rewrites patches/ from the commits in out/src); to "
-                     "drop it, run `scripts/uvpatch apply --discard`",
+                "%s has work that is not in patches/:\n  "
+                % proc.shown(src) + "\n  ".join(changes),
+                hint="to keep it, run `scripts/uvpatch refresh%s` (it "
+                     "rewrites patches/%s/ from the commits in %s); to "
+                     "drop it, run `scripts/uvpatch apply%s --discard`"
+                % (manifest.base_option, manifest.name, proc.shown(src),
+                   manifest.base_option),
                 status=EXIT_STATE)
         if not changes and _same_series(state, wanted_state(manifest)):
-            proc.note("out/src is up to date (%d patches)"
-                      % len(manifest.series))
+            proc.note("%s is up to date (%d patches)"
+                      % (proc.shown(src), len(manifest.series)))
             return src
 
     proc.step("fetch")
     entry = Fetcher(manifest).fetch(source)
     proc.step("apply")
     if not manifest.series:
-        proc.note("the series is empty: out/src is the pristine tree")
+        proc.note("the series is empty: %s is the pristine tree"
+                  % proc.shown(src))
     work = os.path.join(out, ".src.new")
     remove_tree(work)
     try:
@@ -116,8 +121,9 @@ def apply_series(manifest, out, source=None, discard=False):
     if os.path.isdir(src):
         _keep_mtimes(src, work)
     replace_dir(work, src)
-    proc.note("out/src: %d patches on %s" % (len(manifest.series),
-                                             manifest.commit[:12]))
+    proc.note("%s: %d patches on %s" % (proc.shown(src),
+                                        len(manifest.series),
+                                        manifest.commit[:12]))
     return src
 
 
@@ -287,13 +293,15 @@ def _check_exact(work, commit, patch, name):
 
 
 def export_base(out):
-    """out/base: the pristine tree, for the unpatched build. Rewritten only
+    """out/<base>/base: the pristine tree, for the unpatched build.
+    Rewritten only
     when the base changes, so a build of it stays a no-op."""
     src = os.path.join(out, "src")
     state = read_state(src)
     if state is None:
-        raise UvPatchError("out/src is missing", hint="run `scripts/uvpatch "
-                           "apply` first", status=EXIT_STATE)
+        raise UvPatchError("%s is missing" % proc.shown(src),
+                           hint="run `scripts/uvpatch apply` first",
+                           status=EXIT_STATE)
     base = os.path.join(out, "base")
     recover_dir(base)
     stamp = os.path.join(out, "base.json")

@@ -7,6 +7,18 @@ from ..source.fetch import cache_root, describe_source
 from .manifest import validate
 
 
+def base_names(manifest):
+    """`bases --names`: each base's name, a line each, in deps.json's
+    order."""
+    return "".join(b["name"] + "\n" for b in manifest.doc["bases"])
+
+
+def ci_steps(manifest):
+    """`bases --ci --base NAME`: the steps .ci/run takes on that base
+    beyond the test command, a line each (deps.json's "ci")."""
+    return "".join(step + "\n" for step in manifest.data.get("ci", []))
+
+
 def describe_bases(manifest, cache=None):
     """The text of `scripts/uvpatch bases`: each base, what it is for,
     where its source comes from, and whether its tree is cached."""
@@ -24,6 +36,9 @@ def describe_bases(manifest, cache=None):
                         base.name))
         if "for" in data:
             lines.append("  for: %s" % data["for"])
+        if data.get("ci"):
+            lines.append("  in CI beyond the test command: %s"
+                         % ", ".join(data["ci"]))
         lines.append("  tree %s: %s" % (
             base.tree, "cached in %s" % os.path.join(
                 cache or cache_root(), base.tree) if cached

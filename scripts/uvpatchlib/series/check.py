@@ -5,6 +5,12 @@ patch is in canonical form (refresh would not change it), its message
 follows libuv's rules (a message of our own: subject, width, Fixes: and
 Refs: as URLs, no word about this tool) and carries the DEP-3 and
 Upstream-Status fields, and the series applies exactly on its base.
+
+Proofs: a fix of our own (any Upstream-Status but Backport, and not
+tests-only) names in deps.json at least one `proof` case, a regression
+case that fails on the unpatched base. A backport or a tests-only patch
+(subject `test: ...`, or it changes only test/ and docs/) that names
+none says why in `no_proof`.
 """
 
 import os
@@ -87,6 +93,53 @@ def lint_message(name, text):
     return problems
 
 
+def tests_only(patch):
+    """A change to libuv's tests: libuv's `test:` subsystem, or nothing
+    outside test/ and docs/."""
+    return patch.subject.startswith("test: ") or bool(patch.files) and all(
+        f.startswith(("test/", "docs/")) for f in patch.files)
+
+
+def proof_problems(entry, text):
+    """Problems with what one deps.json entry says proves its patch."""
+    patch = Patch(text)
+    backport = entry["upstream_status"] == "Backport"
+    cases = sum(len(p["cases"]) for p in entry.get("proof", []))
+    if cases:
+        if "no_proof" in entry:
+            return ["deps.json names proof cases and a no_proof reason: "
+                    "keep one"]
+        return []
+    if not backport and not tests_only(patch):
+        return ["a fix patch (Upstream-Status %s, not tests-only) must name "
+                "a proof case in deps.json, a regression case of "
+                "tests/regress that fails on the unpatched base "
+                "(CONTRIBUTING.md, \"Prove a patch\")"
+                % entry["upstream_status"]]
+    if "no_proof" not in entry:
+        return ["a %s with no proof case must say why in deps.json: "
+                "\"no_proof\": \"reason\""
+                % ("backport" if backport else "tests-only patch")]
+    return []
+
+
+def _rules_kept(entry):
+    """The rules a patch that passed kept, as its PASS line says them."""
+    if entry["upstream_status"] == "Backport":
+        message = ("upstream's message with Origin: upstream's commit, "
+                   "Upstream-Status and Last-Update")
+    else:
+        message = ("'subsystem: summary' subject of at most %d characters, "
+                   "lines of at most %d columns, Upstream-Status, "
+                   "Forwarded, Last-Update and Signed-off-by"
+                   % (SUBJECT_MAX, BODY_MAX))
+    cases = sum(len(p["cases"]) for p in entry.get("proof", []))
+    proof = "%d proof case(s)" % cases if cases else \
+        "no proof case: " + entry["no_proof"]
+    return "canonical (refresh would not change it); %s; %s" % (message,
+                                                               proof)
+
+
 def check(manifest, out, report):
     """Calls ``report(status, name, why)`` per finding; returns the number
     of failures."""
@@ -110,7 +163,8 @@ def check(manifest, out, report):
             with open(os.path.join(folder, name), encoding="utf-8",
                       newline="") as f:
                 text = f.read()
-            problems = lint_message(name, text)
+            problems = lint_message(name, text) + proof_problems(entry,
+                                                                 text)
             if fresh != name:
                 problems.append("refresh would name it %s" % fresh)
             elif open(os.path.join(tmp, fresh), encoding="utf-8",
@@ -121,5 +175,5 @@ def check(manifest, out, report):
                 failures += 1
                 report("FAIL", "check " + name, "; ".join(problems))
             else:
-                report("PASS", "check " + name, "canonical, message ok")
+                report("PASS", "check " + name, _rules_kept(entry))
     return failures

@@ -23,6 +23,9 @@ UPSTREAM_STATUSES = ("Pending", "Submitted", "Accepted", "Backport",
 PLATFORMS = ("unix", "linux", "macos", "windows")
 TARGETS = ("linux", "macos", "windows")
 SOURCE_KINDS = ("git", "archive", "debian")
+# What .ci/run runs on a base beyond the test command, in this order:
+# check --bisect, test --suite libuv, test --config asan/ubsan/tsan.
+CI_STEPS = ("bisect", "libuv", "sanitizers")
 
 # \Z, not $: "$" also matches before a trailing newline.
 _HEX40 = re.compile(r"^[0-9a-f]{40}\Z")
@@ -47,8 +50,8 @@ _BASE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*\Z")
 
 _FIELDS = {
     "top": {"schema": int, "default_base": str, "bases": list},
-    "base": {"name": str, "for": str, "upstream": dict, "sources": list,
-             "series": list},
+    "base": {"name": str, "for": str, "ci": list, "upstream": dict,
+             "sources": list, "series": list},
     "upstream": {"name": str, "repository": str, "tag": str, "commit": str,
                  "tree": str},
     "git": {"kind": str, "url": str},
@@ -57,12 +60,12 @@ _FIELDS = {
                "file": str, "sha256": str},
     "series": {"file": str, "sha256": str, "platforms": list,
                "upstream_status": str, "summary": str, "tests": list,
-               "proof": list, "repairs": list},
+               "proof": list, "repairs": list, "no_proof": str},
     "proof": {"target": str, "cases": list, "native_only": bool},
 }
 _OPTIONAL = {"proof": {"native_only"},
-             "series": {"tests", "proof", "repairs"},
-             "base": {"for"}}
+             "series": {"tests", "proof", "repairs", "no_proof"},
+             "base": {"for", "ci"}}
 
 
 class Manifest:
@@ -83,6 +86,12 @@ class Manifest:
     @property
     def is_default(self):
         return self.name == self.doc["default_base"]
+
+    @property
+    def base_option(self):
+        """What a command in a hint adds to work on this base: nothing
+        for the default one."""
+        return "" if self.is_default else " --base " + self.name
 
     @property
     def patch_dir(self):
@@ -210,6 +219,13 @@ def validate(doc, root, check_files=True, base=None):
 
 
 def _validate_base(data, where, folder, check_files):
+    steps = data.get("ci", [])
+    for step in steps:
+        if step not in CI_STEPS:
+            _fail(where + ".ci", "unknown CI step %r" % (step,),
+                  "use %s (see .ci/run)" % ", ".join(CI_STEPS))
+    if len(set(steps)) != len(steps):
+        _fail(where + ".ci", "names a step twice", "name each step once")
     up = data["upstream"]
     _check_fields(up, "upstream", where + ".upstream")
     _check_hex(up["commit"], _HEX40, where + ".upstream.commit", "commit id")

@@ -56,17 +56,9 @@ def _from_git(src, ref, scratch):
     proc.git(["init", "-q", "--bare", "--", scratch])
     local = os.path.exists(src)
     if local:
-        url = src if os.path.isfile(src) else "file://" + os.path.abspath(src)
-        res = proc.git(["fetch", "-q", "--", url,
-                        "+refs/heads/*:refs/heads/*",
-                        "+refs/tags/*:refs/tags/*"], cwd=scratch, check=False)
-        if res.returncode != 0:
-            raise UvPatchError("cannot read git source %s: %s"
-                               % (src, res.stderr.strip()),
-                               hint="pass --source with a readable git "
-                                    "repository or bundle",
-                               status=EXIT_FETCH)
-        found = gitref.resolve(scratch, ref)
+        gitref.copy_refs(scratch, src)
+        found = gitref.resolve_own(scratch, ref) or gitref.resolve(scratch,
+                                                                   ref)
     else:
         found = gitref.resolve(src, ref)
         gitref.fetch_commit(scratch, src, found.commit, depth=1)
@@ -92,7 +84,9 @@ def base_entry(manifest, found, name):
     onto = copy.deepcopy(manifest.data)
     onto["name"] = name or re.sub(r"[^A-Za-z0-9._+-]", "-", label)
     if onto["name"] != manifest.name:
+        # A new base says what it is for, and CI takes it up, by hand.
         onto.pop("for", None)
+        onto.pop("ci", None)
     onto["upstream"].update(tag=label, commit=found["commit"],
                             tree=found["tree"])
     onto["sources"], notes = _sources(manifest, label, found["tarball"])

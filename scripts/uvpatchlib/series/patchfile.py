@@ -1,5 +1,6 @@
 """Reading a `git format-patch` file: its header, message and hunks."""
 
+import email.header
 import re
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
@@ -35,8 +36,8 @@ class Patch:
                     in_header = False
                 elif line.startswith("Subject: "):
                     subject = [line[len("Subject: "):]]
-                elif line.startswith(" ") and subject:
-                    subject.append(line.strip())  # a folded header line
+                elif line.startswith((" ", "\t")) and subject:
+                    subject.append(line)  # a folded header line
                 continue
             m = _DIFF.match(line)
             if m:
@@ -49,8 +50,8 @@ class Patch:
                 count += 1
                 self.hunks.append(Hunk(path, count, line,
                                        int(m.group(1)), int(m.group(3))))
-        text = " ".join(subject)
-        self.subject = re.sub(r"^\[PATCH[^\]]*\]\s*", "", text)
+        self.subject = re.sub(r"^\[PATCH[^\]]*\]\s*", "",
+                              decode_header("\n".join(subject)))
 
     def hunk_at(self, path, old_line):
         """The hunk of ``path`` whose old range starts at ``old_line``."""
@@ -75,6 +76,18 @@ class Patch:
                 break
             out.append(line)
         return out
+
+
+def decode_header(value):
+    """A header's text: unfolded, its RFC 2047 encoded words (which
+    `git format-patch --encode-email-headers` writes for a subject that is
+    not ASCII) decoded."""
+    unfolded = re.sub(r"\r?\n[ \t]+", " ", value).strip()
+    try:
+        return str(email.header.make_header(
+            email.header.decode_header(unfolded)))
+    except (ValueError, LookupError):
+        return unfolded  # not valid RFC 2047: the text as it stands
 
 
 def _range(header):

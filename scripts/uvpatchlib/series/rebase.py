@@ -372,8 +372,8 @@ def _finish(manifest, out, work, state):
 
     src = os.path.join(out, target.name, "src")
     if os.path.isdir(src) and local_changes(src, read_state(src)):
-        proc.note("out/src has work of its own: kept; the rebased tree is "
-                  "in %s" % work)
+        proc.note("%s has work of its own: kept; the rebased tree is "
+                  "in %s" % (proc.shown(src), proc.shown(work)))
     else:
         # A new base has no folder in out/ yet.
         os.makedirs(os.path.dirname(src), exist_ok=True)

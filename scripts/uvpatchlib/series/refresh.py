@@ -1,8 +1,9 @@
-"""refresh: regenerate patches/ and deps.json from the commits in out/src.
+"""refresh: regenerate patches/ and deps.json from the commits in
+out/<base>/src.
 
 The output is canonical: `git format-patch` with zero commit ids, full
 blob ids, no signature and no rename detection, file names from the
-subjects. Run on an unchanged out/src, it changes no byte.
+subjects. Run on an unchanged out/<base>/src, it changes no byte.
 """
 
 import json
@@ -13,7 +14,7 @@ import tempfile
 from .. import proc
 from ..errors import UvPatchError, EXIT_STATE
 from ..source.fsutil import remove_tree, sha256_file, write_atomic
-from .apply import BASE_TAG, STATE_FILE, read_state
+from .apply import BASE_TAG, STATE_FILE, read_state, wanted_state
 from .manifest import dump, validate
 
 # --full-index: abbreviated blob ids grow with the repository's object
@@ -88,31 +89,64 @@ def _restore(before):
             pass  # the error being raised says what went wrong
 
 
+def _check_applied(manifest, state):
+    """Refuses when deps.json or patches/ changed since out/src was
+    applied: refresh would write the older series over that change."""
+    applied = {p["file"]: p["sha256"] for p in state["patches"]}
+    now = wanted_state(manifest)
+    changed = []
+    if state["tree"] != now["tree"]:
+        changed.append("the base tree in deps.json")
+    for e in now["patches"]:
+        if e["file"] not in applied:
+            changed.append("%s (new)" % e["file"])
+        elif applied[e["file"]] != e["sha256"]:
+            changed.append(e["file"])
+    changed += ["%s (removed)" % f for f in applied
+                if f not in {e["file"] for e in now["patches"]}]
+    if changed:
+        raise UvPatchError(
+            "patches/ changed since out/src was applied: %s; refresh would "
+            "overwrite that with the older series in out/src"
+            % ", ".join(changed),
+            hint="to keep the change in patches/, run `scripts/uvpatch "
+                 "apply` (with --discard if out/src has commits of its "
+                 "own), then refresh; to keep out/src instead, restore "
+                 "patches/ and deps.json (git checkout -- patches "
+                 "deps.json)", status=EXIT_STATE)
+
+
 def refresh(manifest, out, src=None, priors=None):
-    """``src`` defaults to out/src; ``priors`` (rebase) gives the old
+    """``src`` defaults to out/<base>/src; ``priors`` (rebase) gives the old
     deps.json entry of each commit, as numbering may have shifted."""
+    own = src is None   # rebase hands a tree it made for the new base
     src = src or os.path.join(out, "src")
     state = read_state(src)
+    shown = proc.shown(src)
     if state is None:
-        raise UvPatchError("out/src is missing or was not made by apply",
-                           hint="run `scripts/uvpatch apply`, commit your "
-                                "changes in out/src, then refresh",
+        raise UvPatchError("%s is missing or was not made by apply" % shown,
+                           hint="run `scripts/uvpatch apply%s`, commit your "
+                                "changes in %s, then refresh"
+                                % (manifest.base_option, shown),
                            status=EXIT_STATE)
+    if own:
+        _check_applied(manifest, state)
     dirty = proc.git_out(["status", "--porcelain"], cwd=src)
     if dirty:
-        raise UvPatchError("out/src has uncommitted edits:\n  "
+        raise UvPatchError("%s has uncommitted edits:\n  " % shown
                            + "\n  ".join(dirty.splitlines()[:10]),
-                           hint="commit them (git -C out/src commit "
-                                "--amend, or a new commit), then refresh",
+                           hint="commit them (git -C %s commit --amend, "
+                                "or a new commit), then refresh" % shown,
                            status=EXIT_STATE)
     base = proc.git_out(["rev-parse", BASE_TAG], cwd=src)
     head = proc.git_out(["rev-parse", "HEAD"], cwd=src)
     merges = proc.git_out(["rev-list", "--merges", "%s..%s" % (base, head)],
                           cwd=src)
     if merges:
-        raise UvPatchError("out/src has merge commits: a series is linear",
-                           hint="rebase them away (git -C out/src rebase "
-                                "-i uvpatch-base)", status=EXIT_STATE)
+        raise UvPatchError("%s has merge commits: a series is linear"
+                           % shown,
+                           hint="rebase them away (git -C %s rebase -i "
+                                "uvpatch-base)" % shown, status=EXIT_STATE)
     patches_dir = manifest.patch_dir
     os.makedirs(patches_dir, exist_ok=True)
     old_by_index = list(manifest.series)

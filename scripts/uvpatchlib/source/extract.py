@@ -23,6 +23,12 @@ NOT_A_SOURCE = ("libuv's trees hold only regular files and folders (no "
                 "links, devices, FIFOs or .git), so this is not a source of "
                 "libuv; use another source")
 _CHUNK = 1 << 20
+# libuv's tarballs hold ~600 members and ~10 MiB; these caps are far
+# above that and far below what fills a disk or memory. A tarball past
+# one is refused from its headers, before anything is written.
+MAX_MEMBER = 64 << 20
+MAX_MEMBERS = 100000
+MAX_TOTAL = 512 << 20
 # Not on every system: 0 is "no such flag".
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
@@ -135,6 +141,8 @@ def extract_tarball(path, dest):
     except NotARegularFile as e:
         _refuse(what, str(e))
     with f:
+        _check_sizes(f, what)
+        f.seek(0)
         try:
             tar = tarfile.open(fileobj=f, mode="r:*")
         except _READ_ERRORS as e:
@@ -149,6 +157,45 @@ def extract_tarball(path, dest):
                     break
                 _one_member(tar, member, what, dest, root)
             return (tar.pax_headers.get("comment") or "").strip() or None
+
+
+def _check_sizes(f, what):
+    """Reads the headers of the tarball ``f`` alone and refuses one past
+    a cap: a member's size is in its header, so a huge (or sparse)
+    member is refused without reading its data."""
+    try:
+        tar = tarfile.open(fileobj=f, mode="r:*")
+    except _READ_ERRORS as e:
+        _damaged(what, e)
+    count = total = 0
+    with tar:
+        while True:
+            try:
+                member = tar.next()
+            except _READ_ERRORS as e:
+                _damaged(what, e)
+            if member is None:
+                return
+            # Not kept: 100,000 TarInfo objects are memory for nothing.
+            tar.members = []
+            count += 1
+            total += member.size
+            if member.size > MAX_MEMBER:
+                _refuse_size(what, "member %r is %d bytes, more than %d MiB"
+                             % (member.name, member.size, MAX_MEMBER >> 20))
+            if count > MAX_MEMBERS:
+                _refuse_size(what, "it has more than %d members"
+                             % MAX_MEMBERS)
+            if total > MAX_TOTAL:
+                _refuse_size(what, "its members add up to more than %d MiB"
+                             % (MAX_TOTAL >> 20))
+
+
+def _refuse_size(what, problem):
+    raise UvPatchError("%s: %s; libuv's tarballs are a few MiB"
+                       % (what, problem),
+                       hint="this is not a tarball of libuv; use another "
+                            "source", status=EXIT_FETCH)
 
 
 def _damaged(what, e):

@@ -12,17 +12,19 @@ import os
 import shutil
 import tarfile
 import tempfile
+import urllib.parse
 import urllib.request
 
 from .. import proc
-from ..errors import UvPatchError, EXIT_FETCH
-from .extract import (NOT_A_SOURCE, NotARegularFile, copy_tree,
+from ..errors import UvPatchError, EXIT_FETCH, EXIT_USAGE
+from .extract import (MAX_TOTAL, NOT_A_SOURCE, NotARegularFile, copy_tree,
                       extract_tarball, open_regular, source_kind,
                       tree_problem, write_failed)
 from .fsutil import Lock, remove_tree, sha256_file, write_atomic
 from .gittree import tree_id
 
 NETWORK_TIMEOUT = 60
+_MAX_INFO = 1 << 16
 
 
 class Unavailable(Exception):
@@ -38,16 +40,36 @@ class CacheEntry:
         self.tree_dir = os.path.join(path, "tree")
         repo = os.path.join(path, "upstream.git")
         self.repo = repo if os.path.isdir(repo) else None
-        with open(os.path.join(path, "source.json"), encoding="utf-8") as f:
-            self.info = json.load(f)
+        # A regular file of a sane size: a FIFO here would hang every
+        # fetch under the cache lock.
+        with open_regular(os.path.join(path, "source.json")) as f:
+            data = f.read(_MAX_INFO + 1)
+        if len(data) > _MAX_INFO:
+            raise ValueError("source.json is larger than %d bytes"
+                             % _MAX_INFO)
+        self.info = json.loads(data.decode("utf-8"))
 
 
 def cache_root():
+    """XDG_CACHE_HOME/uvpatch, else ~/.cache/uvpatch. A relative
+    XDG_CACHE_HOME is ignored, as the XDG spec says: it would name a
+    different cache in every working folder."""
     base = os.environ.get("XDG_CACHE_HOME")
+    if base and not os.path.isabs(base):
+        base = None
     if not base and os.name == "nt":
         base = os.environ.get("LOCALAPPDATA")
     if not base:
-        base = os.path.join(os.path.expanduser("~"), ".cache")
+        home = os.path.expanduser("~")
+        if not os.path.isabs(home) or os.environ.get("HOME") == "":
+            raise UvPatchError(
+                "no folder for the cache: XDG_CACHE_HOME is %s and HOME "
+                "is empty" % ("relative (%r)" % os.environ["XDG_CACHE_HOME"]
+                              if os.environ.get("XDG_CACHE_HOME")
+                              else "not set"),
+                hint="set XDG_CACHE_HOME to an absolute path (or HOME to "
+                     "your home folder)", status=EXIT_USAGE)
+        base = os.path.join(home, ".cache")
     return os.path.join(base, "uvpatch")
 
 
@@ -155,8 +177,9 @@ class Fetcher:
                                              self.manifest.commit) \
                     != self.manifest.tree:
                 problem = "its upstream commit does not match"
-        except (OSError, ValueError, UvPatchError) as e:
-            problem = "unreadable (%s)" % e
+        except (OSError, ValueError, UvPatchError, NotARegularFile) as e:
+            problem = "unreadable (%s)" % (getattr(e, "message", None)
+                                           or e)
         if problem:
             proc.note("cache entry %s %s, expected %s: removed"
                       % (self.entry_path, problem, self.manifest.tree))
@@ -272,18 +295,25 @@ class Fetcher:
         path = os.path.join(tmp, spec["file"])
         proc.note("downloading %s" % spec["url"])
         try:
-            with urllib.request.urlopen(spec["url"],
-                                        timeout=NETWORK_TIMEOUT) as r, \
-                    open(path, "wb") as f:
+            with _open_url(spec["url"]) as r, open(path, "wb") as f:
+                got = 0
                 while True:
                     chunk = r.read(1 << 20)
                     if not chunk:
                         break
+                    got += len(chunk)
+                    # /dev/zero, or a server that never stops.
+                    if got > MAX_TOTAL:
+                        raise Unavailable("is larger than %d MiB, which no "
+                                          "libuv tarball is"
+                                          % (MAX_TOTAL >> 20))
                     try:
                         f.write(chunk)
                     except OSError as e:
                         # The disk's fault, not the download's.
                         write_failed(path, e)
+        except NotARegularFile as e:
+            raise Unavailable(str(e))
         except OSError as e:
             raise Unavailable("cannot download: %s" % e)
         return self._from_tarball(path, tmp, spec)
@@ -337,6 +367,15 @@ class Fetcher:
         remove_tree(extract)
         return {"source": "tarball", "file": os.path.basename(path),
                 "sha256": digest}
+
+
+def _open_url(url):
+    """The archive at ``url``, opened for reading. A file:// URL must name
+    a regular file: urllib would open a FIFO and wait forever."""
+    parsed = urllib.parse.urlsplit(url)
+    if parsed.scheme == "file":
+        return open_regular(urllib.request.url2pathname(parsed.path))
+    return urllib.request.urlopen(url, timeout=NETWORK_TIMEOUT)
 
 
 def describe_source(spec):

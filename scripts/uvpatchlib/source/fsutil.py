@@ -140,15 +140,26 @@ class Lock:
     """An exclusive lock on a folder, so two runs never share out/.
     With ``wait``, a held lock is waited for instead of refused."""
 
-    def __init__(self, folder, what, wait=False, name=".uvpatch.lock"):
-        self.path = os.path.join(folder, name)
+    def __init__(self, folder, what, wait=False, name=".uvpatch.lock",
+                 busy=None):
+        # name None: the folder itself is locked, where the system allows
+        # (a folder the user owns gets no lock file of ours).
+        self.path = os.path.join(folder, name) if name else folder
+        self.on_folder = name is None and os.name != "nt"
+        if name is None and not self.on_folder:
+            self.path = os.path.join(folder, ".uvpatch.lock")
         self.what = what
         self.wait = wait
+        # (message, hint) when held, for a lock that is not out/'s.
+        self.busy = busy
         self.fd = None
 
     def __enter__(self):
-        os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        if self.on_folder:
+            self.fd = os.open(self.path, os.O_RDONLY)
+        else:
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             try:
                 _lock_fd(self.fd)
@@ -156,6 +167,9 @@ class Lock:
                 if e.errno not in (errno.EAGAIN, errno.EACCES,
                                    errno.EDEADLK):
                     raise
+                if not self.wait and self.busy:
+                    raise UvPatchError(self.busy[0], hint=self.busy[1],
+                                       status=EXIT_STATE)
                 if not self.wait:
                     raise UvPatchError(
                         "another uvpatch command is using %s"

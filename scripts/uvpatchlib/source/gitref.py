@@ -7,10 +7,12 @@ REFs and fail the same way.
 
 import os
 import re
+import tempfile
 
 from .. import proc
 from ..errors import UvPatchError, EXIT_FETCH
 from .extract import NotARegularFile, source_kind
+from .fsutil import remove_tree
 
 _HEX = re.compile(r"^[0-9a-f]{4,40}$")
 
@@ -56,16 +58,47 @@ def is_git_source(src):
     return "://" in src or re.match(r"^[\w.-]+@[\w.-]+:", src) is not None
 
 
+def copy_refs(repo, src):
+    """Fetches every branch and tag of the local repository or bundle
+    ``src`` into ``repo``, a repository of the tool's own. git runs in
+    ``repo``: a user's repository is only read, as a remote, so the
+    commands its config names (core.fsmonitor, hooks) never run."""
+    url = src if os.path.isfile(src) else "file://" + os.path.abspath(src)
+    res = proc.git(["fetch", "-q", "--", url, "+refs/heads/*:refs/heads/*",
+                    "+refs/tags/*:refs/tags/*"], cwd=repo, check=False)
+    if res.returncode != 0:
+        raise UvPatchError("cannot read git source %s: %s"
+                           % (src, res.stderr.strip()),
+                           hint="pass --source with a readable git "
+                                "repository or bundle", status=EXIT_FETCH)
+
+
+def resolve_own(repo, ref):
+    """The commit ``ref`` names in ``repo``, a repository the tool made
+    (see copy_refs), or None."""
+    res = proc.git(["rev-parse", "-q", "--verify", ref + "^{commit}"],
+                   cwd=repo, check=False)
+    if res.returncode != 0:
+        return None
+    commit = res.stdout.strip()
+    return Resolved(commit, _label(repo, ref, commit))
+
+
 def resolve(src, ref):
     """The commit ``ref`` names in ``src``; UvPatchError when none."""
     check_local(src)
     if os.path.isdir(src):
-        # A local repository answers any revision git understands.
-        res = proc.git(["rev-parse", "-q", "--verify", ref + "^{commit}"],
-                       cwd=src, check=False)
-        if res.returncode == 0:
-            commit = res.stdout.strip()
-            return Resolved(commit, _label(src, ref, commit))
+        # A local repository answers any revision git understands; it is
+        # asked through a copy of its refs (see copy_refs).
+        scratch = tempfile.mkdtemp(prefix="uvpatch-resolve-")
+        try:
+            proc.git(["init", "-q", "--bare", "--", scratch])
+            copy_refs(scratch, src)
+            found = resolve_own(scratch, ref)
+        finally:
+            remove_tree(scratch)
+        if found:
+            return found
     listed = _ls_remote(src)
     for name in ("refs/tags/%s^{}" % ref, "refs/tags/" + ref,
                  "refs/heads/" + ref, ref):

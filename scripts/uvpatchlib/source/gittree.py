@@ -15,6 +15,21 @@ def _object_id(kind, data):
     return hashlib.sha1(header + data).digest()
 
 
+def _blob_id(path):
+    """A file's blob id, read in chunks: a file need not fit in memory."""
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        digest = hashlib.sha1(b"blob %d\0" % size)
+        left = size
+        while left:
+            chunk = f.read(min(left, 1 << 20))
+            if not chunk:   # shrank while read: the id cannot match
+                break
+            digest.update(chunk)
+            left -= len(chunk)
+    return digest.digest()
+
+
 def _entry_sort_key(entry):
     # Git sorts tree entries by name, with directories compared as if
     # their name ended in '/'.
@@ -40,8 +55,7 @@ def _hash_dir(path, skip, files=None, prefix=""):
                     entries.append((name, b"40000", sub))
                 continue
             elif stat.S_ISREG(st.st_mode):
-                with open(dirent.path, "rb") as f:
-                    blob = _object_id(b"blob", f.read())
+                blob = _blob_id(dirent.path)
                 mode = b"100755" if st.st_mode & stat.S_IXUSR else b"100644"
                 entries.append((name, mode, blob))
             else:

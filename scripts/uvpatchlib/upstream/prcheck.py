@@ -160,13 +160,15 @@ class Checker:
         self.tree = Tree(os.path.join(out, "pr-check", "tree"), repo)
         self.variant = Variant(manifest.root, out, target, True, "Release",
                                source=self.tree.path, label="pr")
-        self.places = [os.path.realpath(p) for p in (self.tree.path, out)]
+        # The tree's forms first: out/ holds it.
+        self.places = cmake.shown_prefixes(self.variant) + [
+            os.path.realpath(out) + os.sep]
         self.runner = Runner(target)
 
     def _clean(self, text):
         # libuv's assertions print __FILE__, a path on this machine.
         for place in self.places:
-            text = text.replace(place + os.sep, "")
+            text = text.replace(place, "")
         return text
 
     def _build(self, commit, programs=()):

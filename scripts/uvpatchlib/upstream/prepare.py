@@ -145,9 +145,7 @@ def prepare(manifest, out, dest, onto=None, source=None, wanted=(),
             raise UvPatchError(
                 "%s cannot go upstream as it is: %s"
                 % (e["file"], "; ".join(problems)),
-                hint="reword its message in out/%s/src (git commit "
-                     "--amend), `scripts/uvpatch refresh`, and retry"
-                % manifest.name, status=EXIT_MANIFEST)
+                hint=_reword_hint(manifest, out), status=EXIT_MANIFEST)
     if onto:
         src = source or gitref.default_source(manifest)
         if src is None:
@@ -189,14 +187,16 @@ def prepare(manifest, out, dest, onto=None, source=None, wanted=(),
                          who)
         texts = {}
         for pr in made:
-            texts[pr["stem"]] = _describe(pr, label, base, None, places)
+            texts[pr["stem"]] = _describe(pr, label, base, None, places,
+                                          _reword_hint(manifest, out))
         failed = 0
         if check:
             failed = verify(manifest, out, scratch, base,
                             [pr["check"] for pr in made], report)
             for pr in made:
                 texts[pr["stem"]] = _describe(pr, label, base,
-                                              pr["check"].results, places)
+                                              pr["check"].results, places,
+                                              _reword_hint(manifest, out))
         for pr in made:
             args = ["format-patch", "--stdout", "--no-signature"]
             if real:
@@ -337,9 +337,16 @@ def _refuse(work, base, label, item):
         status=EXIT_APPLY)
 
 
-def _describe(pr, label, base, results, places):
+def _reword_hint(manifest, out):
+    return ("reword the commit message in %s (git commit --amend), "
+            "`scripts/uvpatch refresh%s`, and retry"
+            % (proc.shown(os.path.join(out, "src")), manifest.base_option))
+
+
+def _describe(pr, label, base, results, places, hint):
     """The pull-request text, refused if it or the commit message would
-    reveal this machine or name this project's tool."""
+    reveal this machine or name this project's tool (``hint``: how to
+    reword it)."""
     b = pr["check"]
     system = "Windows" if targets_of(b.files, b.platforms, "host") == [
         "windows"] else None
@@ -356,7 +363,6 @@ def _describe(pr, label, base, results, places):
             raise UvPatchError(
                 "%s: the %s would reveal %s" % (pr["file"], what,
                                                ", ".join(found)),
-                hint="reword the commit message in out/src (git commit "
-                     "--amend), `scripts/uvpatch refresh`, and retry",
+                hint=hint,
                 status=EXIT_STATE)
     return text

@@ -8,6 +8,7 @@ import os
 import re
 
 from .. import proc
+from . import libuvrecord
 from ..errors import UvPatchError, EXIT_FAILURE
 from ..source.fsutil import remove_tree
 from .runner import _one_line, _status_name
@@ -76,17 +77,26 @@ def _untracked(tree):
 
 def run_libuv(patched, base, runner, tally, everything):
     """libuv's runner works in the source tree (its fixtures are there) and
-    leaves files behind; they are removed again, so out/src stays as
-    apply made it."""
+    leaves files behind; they are removed again, so out/<base>/src stays as
+    apply made it. A run of the selection is recorded; a run of all of
+    the suite leaves out the tests that the record shows passed or
+    skipped on this same build (libuvrecord.py), and says so."""
+    done = libuvrecord.load(patched, runner) if everything else {}
     before = _untracked(patched.source)
     try:
-        _run_libuv(patched, base, runner, tally, everything)
+        results = _run_libuv(patched, base, runner, tally, everything,
+                             done=done)
     finally:
         for path in _untracked(patched.source) - before:
             remove_tree(os.path.join(patched.source, path.rstrip("/")))
+    if not everything:
+        libuvrecord.save(patched, runner, results)
 
 
-def _run_libuv(patched, base, runner, tally, everything):
+def _run_libuv(patched, base, runner, tally, everything, done=None):
+    """Runs the tests and returns [(test, status, why)]; those of ``done``
+    ({test: (status, why)}, results of an earlier run on this build) are
+    counted there and not here."""
     target = patched.target
     proc.step("libuv's suite (%s, %s)" % (
         target, "tests that use threads" if patched.config == "tsan"
@@ -101,26 +111,40 @@ def _run_libuv(patched, base, runner, tally, everything):
         tests = [t for t in tests if t in threaded]
     elif not everything:
         tests = [t for t in tests if t.startswith(LIBUV_SELECTION)]
+    if done:
+        reused = [t for t in tests if t in done]
+        tests = [t for t in tests if t not in done]
+        passed = sum(done[t][0] == "PASS" for t in reused)
+        proc.note("%d of libuv's tests (%d passed, %d skipped) ran in "
+                  "`scripts/uvpatch test` on this same build: counted "
+                  "there, not run again (%s; remove it to rerun them)"
+                  % (len(reused), passed, len(reused) - passed,
+                     proc.shown(libuvrecord.record_path(patched))))
     if not runner.isolated:
         proc.note("no private network namespace here: tests that send "
                   "beyond loopback are skipped")
+    results = []
+
+    def report(status, test, why):
+        tally.result(status, "%s libuv %s" % (target, test), why)
+        results.append((test, status, why))
+
     for test in tests:
-        name = "%s libuv %s" % (target, test)
         refused = runner.may_run(test)
         if refused:
-            tally.result("SKIP", name, refused)
+            report("SKIP", test, refused)
             continue
         status, why = libuv_run(runner, patched, test)
         if status != "FAIL":
-            tally.result(status, name, why)
+            report(status, test, why)
             continue
         if test not in base_tests.get():
-            tally.result("FAIL", name, why + " (new test of the series)")
+            report("FAIL", test, why + " (new test of the series)")
             continue
         base_status, base_why = libuv_run(runner, base.get(), test)
         if base_status == "FAIL":
-            tally.result("SKIP", name, "fails on the unpatched base too: "
-                         + base_why)
+            report("SKIP", test, "fails on the unpatched base too: "
+                   + base_why)
             continue
         # Only a test that passes on the base is worth the reruns.
         runs = 1
@@ -130,12 +154,13 @@ def _run_libuv(patched, base, runner, tally, everything):
             runs += 1
         failed = runs - (again != "FAIL")
         if again != "FAIL":
-            tally.result("SKIP", name, "flaky: failed %d of %d runs (%s), "
-                         "then passed; passes on the base"
-                         % (failed, runs, why))
+            report("SKIP", test, "flaky: failed %d of %d runs (%s), "
+                   "then passed; passes on the base"
+                   % (failed, runs, why))
         else:
-            tally.result("FAIL", name, "%s (failed all %d runs; passes on "
-                         "the base)" % (why, runs))
+            report("FAIL", test, "%s (failed all %d runs; passes on "
+                   "the base)" % (why, runs))
+    return results
 
 
 class Later:

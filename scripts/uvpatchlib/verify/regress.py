@@ -112,7 +112,7 @@ def run_regress(manifest, patched, base, runner, tally):
                 if native_only and runner.under_wine:
                     tally.result("SKIP", label, "under Wine the base "
                                  "already behaves; the proof runs on real "
-                                 "Windows (ci/github workflow)")
+                                 "Windows (.github/workflows/uvpatch.yml)")
                 elif base_status == "FAIL":
                     tally.result("PASS", label, "fails on the unpatched "
                                  "base: " + base_why)

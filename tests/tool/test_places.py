@@ -1,0 +1,76 @@
+"""Clear errors for odd places: an empty --prefix, a prefix inside the
+checkout's own folders or with characters CMake cannot carry, and a
+cache folder from a relative XDG_CACHE_HOME or an empty HOME."""
+
+import os
+import types
+
+from fixture import World, write
+
+from uvpatchlib.build import install
+from uvpatchlib.errors import UvPatchError
+
+
+class PrefixPlaceTest(World):
+    def setUp(self):
+        super().setUp()
+        # The checkout as a clone has it: its own folders, out/ ignored.
+        write(os.path.join(self.root, ".gitignore"), "out/\n__pycache__/\n")
+        for folder in ("scripts", "tests", ".git"):
+            os.makedirs(os.path.join(self.root, folder))
+
+    def refused(self, prefix, *fragments):
+        res = self.tool("build", "--prefix", prefix)
+        self.assertFails(res, *fragments)
+        self.assertEqual(res.returncode, 2, res.stderr)
+        self.assertNotIn("=== fetch", res.stderr)
+        return res
+
+    def test_empty_prefix_refused(self):
+        self.refused("", "--prefix is empty")
+
+    def test_prefix_in_the_checkouts_own_folders_refused(self):
+        for folder in ("scripts", "tests", ".git", "patches"):
+            prefix = os.path.join(self.root, folder, "libuv")
+            self.refused(prefix, "inside this repository's %s/" % folder,
+                         "out/")
+            self.assertFalse(os.path.exists(prefix))
+        self.refused(os.path.join(self.root, "new", "libuv"),
+                     "inside this repository's new/")
+
+    def test_prefix_in_an_ignored_folder_accepted(self):
+        manifest = types.SimpleNamespace(root=self.root)
+        prefix = os.path.join(self.root, "out", "libuv")
+        self.assertIsNone(install.check_prefix(prefix, manifest))
+        with self.assertRaises(UvPatchError):
+            install.check_prefix(os.path.join(self.root, "tests", "x"),
+                                 manifest)
+
+    def test_prefix_with_a_line_break_or_semicolon_refused(self):
+        for name, what in (("a\nb", "a line break"), ("a;b", "';'")):
+            prefix = os.path.join(self.tmp, name)
+            res = self.refused(prefix, "contains %s" % what,
+                               "CMake cannot take")
+            self.assertNotIn("install rules", res.stderr)
+            self.assertNotIn("in a patch", res.stderr)
+            self.assertFalse(os.path.exists(prefix))
+
+
+class CachePlaceTest(World):
+    def test_relative_xdg_cache_home_is_ignored(self):
+        home = os.path.join(self.tmp, "home")
+        os.makedirs(home)
+        res = self.tool("fetch", env={"XDG_CACHE_HOME": "rel/cache",
+                                      "HOME": home})
+        self.assertOk(res)
+        self.assertTrue(res.stdout.strip().startswith(
+            os.path.join(home, ".cache", "uvpatch") + os.sep), res.stdout)
+
+    def test_empty_home_refused(self):
+        for xdg in ("", "rel"):
+            res = self.tool("fetch", env={"XDG_CACHE_HOME": xdg,
+                                          "HOME": ""})
+            self.assertFails(res, "no folder for the cache", "HOME is empty",
+                             "XDG_CACHE_HOME")
+            self.assertEqual(res.returncode, 2)
+            self.assertNotIn("read-tree", res.stderr)
