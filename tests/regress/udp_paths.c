@@ -80,6 +80,8 @@
 enum { ACT_NONE, ACT_STOP, ACT_RESTART, ACT_CLOSE };
 
 static const char* case_name;  /* The case running, for its JSON line. */
+/* On stderr, where the test command keeps a case's figures. */
+#define FIGURE(...) fprintf(stderr, __VA_ARGS__)
 
 /* On watch_fd: error-queue reads (recvmmsg() among them), messages read. */
 static int watch_fd = -1;
@@ -152,8 +154,7 @@ typedef struct {
   long nlat;
   uint64_t lat[MAX_PROBES];
   int acted, stopped, closed;
-  long calls_stopped, frees_stopped;
-  long calls_closed, chunks_closed;
+  long calls_stopped, frees_stopped, calls_closed, chunks_closed;
 } pctx;
 
 static pctx P;
@@ -349,7 +350,7 @@ static int run(void) {
   watch_fd = -1;
   r = uv_loop_close(&P.loop);
   P.icmp = snmp_counter("Icmp:", "InDestUnreachs") - P.icmp;
-  printf("{\"paths\": \"%s\", \"icmp_errors\": %ld, \"reports\": %ld, "
+  FIGURE("{\"paths\": \"%s\", \"icmp_errors\": %ld, \"reports\": %ld, "
          "\"report_nread\": %ld, \"datagrams\": %ld, \"plain_errors\": %ld, "
          "\"first_plain\": \"%s\", \"empty_reads\": %ld, "
          "\"errqueue_reads\": %ld, \"allocs\": %ld, \"unreturned\": %ld, "
@@ -462,7 +463,7 @@ static int backlog_case(int kind) {
   P.probe->stop = 1;
   sort_u64(P.lat, (size_t) P.nlat);
   median = quantile_u64(P.lat, (size_t) P.nlat, 0.5);
-  printf(", \"probes\": %ld, \"reports_while_draining\": %ld, "
+  FIGURE(", \"probes\": %ld, \"reports_while_draining\": %ld, "
          "\"latency_median_us\": %.1f, \"latency_max_us\": %.1f}\n",
          P.probe->sent, P.in_drain, median / 1e3,
          quantile_u64(P.lat, (size_t) P.nlat, 1.0) / 1e3);
@@ -489,7 +490,7 @@ static int flood_case(void) {
   CHECK(queue(0, FLOOD) == 0);
   CHECK_UV(uv_udp_recv_start(&P.udp, on_alloc, on_recv));
   r = run();
-  printf(", \"duplicates\": %ld, \"errqueue_recvmmsg\": %ld}\n", P.dups,
+  FIGURE(", \"duplicates\": %ld, \"errqueue_recvmmsg\": %ld}\n", P.dups,
          errq_mmsg_calls);
   CHECK(r == 0 && P.faults == 0);
   if (P.icmp != FLOOD)
@@ -518,7 +519,7 @@ static int mixed_case(int how, int mmsg) {
   r = run();
   lost = msgs_read - P.reports - P.datagrams;
   left = MIXED_DATAGRAMS + P.icmp - msgs_read;
-  printf(", \"read\": %ld, \"lost\": %ld, \"left\": %ld, "
+  FIGURE(", \"read\": %ld, \"lost\": %ld, \"left\": %ld, "
          "\"calls_while_stopped\": %ld, \"frees_while_stopped\": %ld, "
          "\"calls_after_close\": %ld, \"chunks_after_close\": %ld}\n",
          msgs_read, lost, left, P.calls_stopped, P.frees_stopped,
@@ -560,7 +561,7 @@ static int mapped_case(void) {
   CHECK((pid = start_prober(PACE_MS, MAPPED_SENDS, 1)) > 0);
   CHECK_UV(uv_timer_start(&P.timer, on_end, PACE_MS * MAPPED_SENDS, 0));
   r = run();
-  printf(", \"sends\": %ld}\n", P.probe->sent);
+  FIGURE(", \"sends\": %ld}\n", P.probe->sent);
   CHECK(reap(pid, 1000) && r == 0 && P.faults == 0);
   CHECK(P.icmp == MAPPED_SENDS);
   /* At most one error-queue read and one plain error per ICMP error. */
