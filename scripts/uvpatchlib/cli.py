@@ -238,6 +238,12 @@ def _add_rebase_options(p):
                       help="drop the rebase in progress")
 
 
+def cmd_results(args, manifest):
+    from .report.results import write_results
+    print(write_results(manifest, args.out_root, args.write or os.path.join(
+        args.repo, "docs", "results.md")))
+
+
 def cmd_upstream(args, manifest):
     from .upstream.prepare import prepare
     with Lock(args.out, "upstream"):
@@ -320,6 +326,12 @@ COMMANDS = {
                [_add_rebase_options]),
     "refresh": (cmd_refresh, "rewrite patches/ and deps.json from the "
                 "commits in out/<base>/src", [_add_base]),
+    "results": (cmd_results, "regenerate docs/results.md from what `test` "
+                "recorded for each base in out/<base>/results/ (no figure "
+                "typed by hand)",
+                [lambda p: p.add_argument(
+                    "--write", metavar="FILE",
+                    help="write there instead of docs/results.md")]),
     "upstream": (cmd_upstream, "prepare patches for libuv: a git "
                  "repository with a branch, an mbox and a pull-request "
                  "text per patch, in DEST",
