@@ -19,14 +19,18 @@
  *   patched tree has: tests/regress/CMakeLists.txt looks for them). A
  *   packet is an event handle; associating it registers a thread-pool wait
  *   (RegisterWaitForSingleObject) on the waitable timer that posts the
- *   completion with PostQueuedCompletionStatus(). A packet must be
- *   cancelled before it is associated again. Cancelling with
- *   RemoveSignaledPacket withdraws a completion that is queued and not yet
- *   dequeued, as documented: the hook drops it, so it never ends a wait.
- *   Two harsher answers can be forced: STATUS_PENDING (the association
- *   stays and its completion arrives later), and, for the worst case, a
- *   queued completion that cannot be withdrawn (STATUS_CANCELLED, left
- *   queued).
+ *   completion with PostQueuedCompletionStatus(). As NT does: a packet
+ *   takes one association at a time (refused while it waits or while its
+ *   completion is queued; one that expired and was dequeued is over); a
+ *   timer that has expired already answers AlreadySignaled and nothing is
+ *   queued; a cancel answers STATUS_SUCCESS while the association waits
+ *   and STATUS_CANCELLED after expiry, and with RemoveSignaledPacket
+ *   withdraws a completion that is queued and not yet dequeued (the hook
+ *   drops it, so it never ends a wait). Harsher answers can be forced:
+ *   STATUS_PENDING (the completion is being queued: the association stays
+ *   and its completion arrives later), a cancel that fails (the
+ *   association stays as it is), and, for the worst case, a queued
+ *   completion that cannot be withdrawn (STATUS_CANCELLED, left queued).
  * - Hooks of CreateWaitableTimerExW(), SetWaitableTimer() and CloseHandle()
  *   that count what libuv creates, arms and closes. Two things Windows
  *   does and Wine 8 does not are put back too: SetWaitableTimer() resets
@@ -39,10 +43,13 @@
  *
  * - calls per blocking poll: Nt*WaitCompletionPacket and SetWaitableTimer
  *   calls per GetQueuedCompletionStatusEx() call with a non-zero timeout;
- * - spurious wake-ups: a blocking GetQueuedCompletionStatusEx() that
- *   returned with nothing but timer completions, after which libuv waited
- *   again without running the loop: the completion woke the thread for
- *   nothing (a stale one, armed for a deadline no longer wanted).
+ * - calls per armed blocking poll: the same calls per blocking call that
+ *   follows an association the stand-in accepted;
+ * - spurious wake-ups: a blocking GetQueuedCompletionStatusEx() of the
+ *   watched loop that returned with nothing but timer completions while
+ *   no timer of the loop was due: the completion woke the thread for
+ *   nothing (a stale one, armed for a deadline no longer wanted), whether
+ *   libuv then waits again or runs the loop.
  *
  * What the model does not prove: how the real Windows kernel behaves (its
  * tick, its timers, its packets). That runs on real Windows (the CI
@@ -56,10 +63,10 @@
  *                      >= 14 ms on the base (the wait ends on the tick)
  *                      and < 8 ms patched; no timer runs early.
  *   stale_completion   the worst case: a queued completion cannot be
- *                      withdrawn. A timer completion from an earlier
- *                      round never ends a wait early (the loop never runs
- *                      for it before the timer is due); uv_async_send()
- *                      waking a 3 ms timer's wait does not fire it early.
+ *                      withdrawn. A stale completion may wake a wait
+ *                      (counted), but no timer runs early;
+ *                      uv_async_send() waking a 3 ms timer's wait does
+ *                      not fire it early.
  *   stale_wakeup       a 20 ms timer's wait is woken by uv_async_send()
  *                      after about 1 ms and the callback stops the timer,
  *                      so the loop then waits with no timeout: no timer
@@ -72,8 +79,20 @@
  *                      timeout that its response stops, then 1 ms of
  *                      silence. Counts calls per blocking poll and
  *                      spurious wake-ups a second; none may occur.
- *   cancel_pending     every third cancel answers STATUS_PENDING: that
- *                      round waits in milliseconds, no timer is lost.
+ *   cancel_pending     each round's first wait is ended at once by
+ *                      uv_async_send(), and every third cancel answers
+ *                      STATUS_PENDING: the next wait is in milliseconds,
+ *                      no timer is lost or early.
+ *   cancel_fails       every cancel fails: 50 one-shot 1 ms timers still
+ *                      have a median <= 2 ms (the timer comes back on
+ *                      the next poll, not lost for the loop's life).
+ *   zero_timeout_drain an armed wait ended at once, a poll with timeout
+ *                      0, then an embedder that waits past the deadline
+ *                      and drains loop->iocp (in a prepare callback):
+ *                      the next wait ends within 2 ms (median of 20).
+ *   wakeup_burst       io_heavy's bursts: spurious wake-ups under 1% of
+ *                      loop iterations, at most 3.5 extra calls per
+ *                      armed blocking poll.
  *   stand_ins_missing  with the pointers NULL (as under plain Wine), or
  *                      only the cancel call missing, the loop waits in
  *                      milliseconds and creates no timer or packet.
@@ -81,7 +100,7 @@
  *                      every timer and packet, none still associated.
  *   arming_cost        calls per blocking poll with a 1 ms, 16 ms, 100 ms
  *                      and 1 s timer and with none; timers of 100 ms and
- *                      more must cost none.
+ *                      more must cost none, an armed poll at most 3.5.
  *   tick_lateness      one-shot timers of 1 to 100 ms: median lateness
  *                      and calls per timer, the figures behind the
  *                      patch's arming threshold.
