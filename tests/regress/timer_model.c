@@ -85,12 +85,14 @@
  *                      STATUS_PENDING: the next wait is in milliseconds,
  *                      no timer is lost or early.
  *   cancel_fails       every cancel fails: 50 one-shot 1 ms timers still
- *                      have a median <= 2 ms (the timer comes back on
+ *                      have a median < 8 ms (the timer comes back on
  *                      the next poll, not lost for the loop's life).
  *   zero_timeout_drain an armed wait ended at once, a poll with timeout
  *                      0, then an embedder that waits past the deadline
  *                      and drains loop->iocp (in a prepare callback):
- *                      the next wait ends within 2 ms (median of 20).
+ *                      the next wait ends within 2 ms (median of the
+ *                      rounds whose timer had not run before the drain,
+ *                      at least 5 of 20).
  *   wakeup_burst       io_heavy's bursts: spurious wake-ups under 1% of
  *                      loop iterations, at most 3.5 extra calls per
  *                      armed poll.
@@ -1740,15 +1742,15 @@ static int cancel_fails(void) {
     FAIL("%s: %d timers ran early", MODEL_NOTE, early);
   if (counts.cancel_failed == 0)
     FAIL("%s: no cancel was made", MODEL_NOTE);
-  if (median > 2 * 1000000)
-    FAIL("%s: median of %d 1 ms timers %.3f ms (bound 2 ms): the "
+  if (median >= 8 * 1000000)
+    FAIL("%s: median of %d 1 ms timers %.3f ms (bound 8 ms): the "
          "high-resolution timer was lost after a failed cancel",
          MODEL_NOTE, SAMPLES, ms(median));
   return CASE_OK;
 }
 
 
-/* zero_timeout_drain: an armed wait for a 4 ms timer is ended at once by
+/* zero_timeout_drain: an armed wait for a 10 ms timer is ended at once by
  * uv_async_send(), a uv_run(UV_RUN_NOWAIT) polls with timeout 0, and then,
  * in a prepare callback (after the loop time was read, before the poll),
  * an embedder waits past the deadline and drains loop->iocp itself,
@@ -1861,11 +1863,11 @@ static int zero_timeout_drain(void) {
   uv_unref((uv_handle_t*) &d.async);
   for (i = 0; i < rounds && !p.timed_out; i++) {
     uv_update_time(&loop);
-    p.timeout = 4;
-    p.due = uv_now(&loop) + 4;
+    p.timeout = 10;
+    p.due = uv_now(&loop) + 10;
     p.start = uv_hrtime();
     d.drained_at = 0;
-    CHECK_UV(uv_timer_start(&p.timer, drain_timer_cb, 4, 0));
+    CHECK_UV(uv_timer_start(&p.timer, drain_timer_cb, 10, 0));
     CHECK_UV(uv_async_send(&d.async));
     ran = p.count;
     uv_run(&loop, UV_RUN_ONCE);     /* An armed wait, ended at once. */
@@ -1891,7 +1893,7 @@ static int zero_timeout_drain(void) {
   probe_close(&p);
   CHECK_UV(uv_loop_close(&loop));
   /* Under load a round's timer can run before the drain: not counted. */
-  if (p.timed_out || p.count != rounds || d.n < rounds / 2)
+  if (p.timed_out || p.count != rounds || d.n < rounds / 4)
     FAIL("%s: %d of %d timers ran, %d after the drain", MODEL_NOTE,
          p.count, rounds, d.n);
   if (p.early != 0)
