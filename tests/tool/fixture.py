@@ -220,3 +220,17 @@ class World(unittest.TestCase):
     def src_head(self, base=None):
         return git(["rev-parse", "HEAD"], os.path.join(
             self.out, base or self.base, "src")).stdout.strip()
+
+
+class VendorWorld(World):
+    """A series of one patch, and a project with a deps/ folder to vendor
+    libuv into (``self.dest``)."""
+
+    def setUp(self):
+        super().setUp()
+        core = UPSTREAM_FILES["src/core.c"].replace("int line5 = 5;",
+                                                    "int line5 = 50;")
+        self.make_patch(1, "core-line5", {"src/core.c": core})
+        self.project = os.path.join(self.tmp, "project")
+        os.makedirs(os.path.join(self.project, "deps"))
+        self.dest = os.path.join(self.project, "deps", "libuv")

@@ -11,7 +11,7 @@ import socket
 import stat
 import struct
 
-from fixture import World, git, write, UPSTREAM_FILES
+from fixture import VendorWorld, World, git, write
 
 from uvpatchlib.build import swap
 
@@ -64,15 +64,7 @@ def posix_acl(uid):
                                            for e in entries)
 
 
-class VendorKeepsTest(World):
-    def setUp(self):
-        super().setUp()
-        core = UPSTREAM_FILES["src/core.c"].replace("int line5 = 5;",
-                                                    "int line5 = 50;")
-        self.make_patch(1, "core-line5", {"src/core.c": core})
-        self.project = os.path.join(self.tmp, "project")
-        os.makedirs(os.path.join(self.project, "deps"))
-        self.dest = os.path.join(self.project, "deps", "libuv")
+class VendorKeepsTest(VendorWorld):
 
     def read(self, *parts):
         with open(os.path.join(self.dest, *parts)) as f:

@@ -1,21 +1,13 @@
 import json
 import os
 
-from fixture import World, git, write, UPSTREAM_FILES
+from fixture import VendorWorld, git, write
 
 from uvpatchlib import VERSION
 from uvpatchlib.source.gittree import tree_id
 
 
-class VendorTest(World):
-    def setUp(self):
-        super().setUp()
-        core = UPSTREAM_FILES["src/core.c"].replace("int line5 = 5;",
-                                                    "int line5 = 50;")
-        self.make_patch(1, "core-line5", {"src/core.c": core})
-        self.project = os.path.join(self.tmp, "project")
-        os.makedirs(os.path.join(self.project, "deps"))
-        self.dest = os.path.join(self.project, "deps", "libuv")
+class VendorTest(VendorWorld):
 
     def provenance(self, dest=None):
         with open(os.path.join(dest or self.dest, "UVPATCH.json")) as f:

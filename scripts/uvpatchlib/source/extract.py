@@ -148,15 +148,22 @@ def extract_tarball(path, dest):
         except _READ_ERRORS as e:
             _damaged(what, e)
         with tar:
-            while True:
-                try:
-                    member = tar.next()
-                except _READ_ERRORS as e:
-                    _damaged(what, e)
-                if member is None:
-                    break
+            for member in _members(tar, what):
                 _one_member(tar, member, what, dest, root)
             return (tar.pax_headers.get("comment") or "").strip() or None
+
+
+def _members(tar, what):
+    """The members of ``tar`` one at a time, a read error refused as a
+    damaged archive."""
+    while True:
+        try:
+            member = tar.next()
+        except _READ_ERRORS as e:
+            _damaged(what, e)
+        if member is None:
+            return
+        yield member
 
 
 def _check_sizes(f, what):
@@ -169,13 +176,7 @@ def _check_sizes(f, what):
         _damaged(what, e)
     count = total = 0
     with tar:
-        while True:
-            try:
-                member = tar.next()
-            except _READ_ERRORS as e:
-                _damaged(what, e)
-            if member is None:
-                return
+        for member in _members(tar, what):
             # Not kept: 100,000 TarInfo objects are memory for nothing.
             tar.members = []
             count += 1
