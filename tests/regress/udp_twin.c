@@ -1,0 +1,187 @@
+/* Copyright the uvpatch contributors. MIT licence, as libuv.
+ *
+ * A read error that is not the twin of a report is never dropped (issue
+ * 28). A handle bound with UV_UDP_LINUX_RECVERR has 40 reports and 10
+ * datagrams queued; the program's recvmsg() and recvmmsg(), which the
+ * static libuv calls, fail the handle's first plain read (one without
+ * MSG_ERRQUEUE) with ENOMEM. The patched libuv reads 16 reports first, so
+ * that read comes where it expects the twin of the next report; upstream
+ * makes it first. Every tree must hand ENOMEM to recv_cb once, and the 10
+ * datagrams. In a private network namespace, on loopback only. Linux only.
+ */
+
+#if defined(__linux__) && !defined(_GNU_SOURCE)
+# define _GNU_SOURCE  /* unshare(), CLONE_NEWNET, RTLD_NEXT */
+#endif
+
+#include <uv.h>
+
+#include "harness.h"
+#include "netns.h"
+
+#define TWIN(X)                                                               \
+  X(foreign_error_msg, twin_case(0))                                          \
+  X(foreign_error_mmsg, twin_case(1))
+
+#ifdef __linux__
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "libc_recv.h"
+#include "loopback.h"
+
+#define REPORTS 40
+#define DATAGRAMS 10
+/* Enough iterations to drain both queues, few enough to end a busy loop
+ * (v1.50.0 unpatched never reads the error queue).
+ */
+#define MAX_RUNS 50
+#define MMSG_SIZE (20 * 64 * 1024)
+
+static int watch_fd = -1;
+static int injected;
+
+static int inject(int fd, int flags) {
+  if (fd != watch_fd || (flags & MSG_ERRQUEUE) || injected)
+    return 0;
+  injected = 1;
+  errno = ENOMEM;
+  return 1;
+}
+
+ssize_t recvmsg(int fd, struct msghdr* msg, int flags) {
+  if (inject(fd, flags))
+    return -1;
+  return libc_recvmsg(fd, msg, flags);
+}
+
+int recvmmsg(int fd, struct mmsghdr* msgs, unsigned int n, int flags,
+             struct timespec* timeout) {
+  if (inject(fd, flags))
+    return -1;
+  return libc_recvmmsg(fd, msgs, n, flags, timeout);
+}
+
+static long reports;
+static long datagrams;
+static long enomem;
+static long others;
+
+static void on_alloc(uv_handle_t* handle, size_t size, uv_buf_t* buf) {
+  if (uv_udp_using_recvmmsg((uv_udp_t*) handle))
+    size = MMSG_SIZE;
+  buf->base = malloc(size);
+  buf->len = buf->base == NULL ? 0 : size;
+}
+
+static void on_recv(uv_udp_t* handle, ssize_t nread, const uv_buf_t* buf,
+                    const struct sockaddr* addr, unsigned flags) {
+  (void) handle;
+  if (flags & UV_UDP_LINUX_RECVERR)
+    reports++;
+  else if (nread == UV_ENOMEM)
+    enomem++;
+  else if (nread > 0)
+    datagrams++;
+  else if (nread < 0)
+    others++;
+  if (!(flags & UV_UDP_MMSG_CHUNK))
+    free(buf->base);
+  (void) addr;
+}
+
+static int twin_case(int mmsg) {
+  struct sockaddr_storage dst;
+  struct sockaddr_storage me;
+  uv_loop_t loop;
+  uv_udp_t udp;
+  uv_os_fd_t fd;
+  socklen_t len;
+  long before;
+  int runs;
+  int peer;
+  int size;
+  int r;
+  int i;
+
+  if ((r = private_netns()) != 0)
+    SKIP("no private network namespace (root or user namespaces): %s",
+         strerror(r));
+  CHECK_UV(uv_loop_init(&loop));
+  CHECK_UV(uv_udp_init_ex(&loop, &udp,
+                          AF_INET | (mmsg ? UV_UDP_RECVMMSG : 0)));
+  if (mmsg && !uv_udp_using_recvmmsg(&udp))
+    SKIP("recvmmsg is not supported here (uv_udp_using_recvmmsg)");
+  loopback_addr(AF_INET, &me);
+  CHECK_UV(uv_udp_bind(&udp, (const struct sockaddr*) &me,
+                       UV_UDP_LINUX_RECVERR));
+  CHECK_UV(uv_fileno((uv_handle_t*) &udp, &fd));
+  size = 1 << 20;
+  CHECK_UV(uv_recv_buffer_size((uv_handle_t*) &udp, &size));
+  CHECK(closed_port(AF_INET, &dst) == 0);
+  for (i = 0; i < REPORTS; i++)
+    CHECK(send_for_report(fd, &dst) == 0);
+  /* The last send's error may still be the socket error: a plain read
+   * returns it, and that is the twin the patched libuv drops.
+   */
+  len = sizeof(me);
+  CHECK(getsockname(fd, (struct sockaddr*) &me, &len) == 0);
+  CHECK((peer = socket(AF_INET, SOCK_DGRAM, 0)) >= 0);
+  for (i = 0; i < DATAGRAMS; i++)
+    CHECK(sendto(peer, "data", 4, 0, (const struct sockaddr*) &me,
+                 addr_len(&me)) == 4);
+  close(peer);
+
+  watch_fd = fd;
+  CHECK_UV(uv_udp_recv_start(&udp, on_alloc, on_recv));
+  for (runs = 0; runs < MAX_RUNS; runs++) {
+    before = reports + datagrams + enomem + others;
+    uv_run(&loop, UV_RUN_NOWAIT);
+    if (reports + datagrams + enomem + others == before && runs > 0)
+      break;
+  }
+  watch_fd = -1;
+  uv_close((uv_handle_t*) &udp, NULL);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  CHECK_UV(uv_loop_close(&loop));
+
+  fprintf(stderr, "{\"twin\": \"%s\", \"reports\": %ld, \"datagrams\": %ld, "
+          "\"enomem\": %ld, \"other_errors\": %ld, \"runs\": %d}\n",
+          mmsg ? "mmsg" : "msg", reports, datagrams, enomem, others, runs);
+  CHECK(injected);
+  if (enomem != 1)
+    FAIL("recv_cb got the injected ENOMEM %ld times, not once", enomem);
+  if (datagrams != DATAGRAMS)
+    FAIL("%ld of %d datagrams handed over", datagrams, DATAGRAMS);
+  return CASE_OK;
+}
+
+#define TWIN_FN(name, body)                                                   \
+  static int name(void) {                                                     \
+    return body;                                                              \
+  }
+
+#else  /* !__linux__ */
+
+#define TWIN_FN(name, body)                                                   \
+  static int name(void) {                                                     \
+    SKIP("Linux only: IP_RECVERR and the socket error queue");                \
+  }
+
+#endif  /* __linux__ */
+
+TWIN(TWIN_FN)
+
+#define TWIN_ENTRY(name, body) { #name, name, 0 },
+
+static const test_case cases[] = {
+  TWIN(TWIN_ENTRY)
+  { NULL, NULL, 0 }
+};
+
+int main(int argc, char** argv) {
+  return harness_main(cases, argc, argv);
+}
