@@ -22,8 +22,8 @@
  *   completion with PostQueuedCompletionStatus(). As NT does: a packet
  *   takes one association at a time (refused while it waits or while its
  *   completion is queued; one that expired and was dequeued is over); a
- *   timer that has expired already answers AlreadySignaled and nothing is
- *   queued; a cancel answers STATUS_SUCCESS while the association waits
+ *   timer that has expired already answers AlreadySignaled, and its
+ *   completion is queued at once; a cancel answers STATUS_SUCCESS while the association waits
  *   and STATUS_CANCELLED after expiry, and with RemoveSignaledPacket
  *   withdraws a completion that is queued and not yet dequeued (the hook
  *   drops it, so it never ends a wait). Harsher answers can be forced:
@@ -36,7 +36,8 @@
  *   does and Wine 8 does not are put back too: SetWaitableTimer() resets
  *   a timer that expired with no waiter (KeSetTimer), and no timer
  *   completion is posted before its due time by the QueryPerformanceCounter
- *   clock (Wine's server can expire a timer a little early).
+ *   clock (Wine's server can expire a timer a little early), unless a case
+ *   asks for early expiry (early_completion).
  *
  * Two things are counted on every loop a case watches (a check handle,
  * which runs right after each poll):
@@ -87,6 +88,10 @@
  *   cancel_fails       every cancel fails: 50 one-shot 1 ms timers still
  *                      have a median < 8 ms (the timer comes back on
  *                      the next poll, not lost for the loop's life).
+ *   early_completion   the timer expires 1 ms before its due time: each
+ *                      uv_run(UV_RUN_ONCE) with a 5 ms timer still runs
+ *                      it, and not early (the completion alone is taken
+ *                      as a timeout that may be early, and checked).
  *   zero_timeout_drain an armed wait ended at once, a poll with timeout
  *                      0, then an embedder that waits past the deadline
  *                      and drains loop->iocp (in a prepare callback):
@@ -258,6 +263,7 @@ static int withdraw;          /* Cancels withdraw queued completions. */
 static int pending_every;     /* Answer STATUS_PENDING every Nth cancel. */
 static int pending_round;     /* Last cancel answered STATUS_PENDING. */
 static int fail_cancels;      /* Cancels still to fail (cancel_fails). */
+static uint64_t early_ns;     /* Timers expire this early (ns). */
 static int associated;        /* SetWaitableTimer() was called since the
                                * last GetQueuedCompletionStatusEx() call. */
 static uv_loop_t* watched;    /* The loop a check handle watches. */
@@ -493,6 +499,7 @@ static void unwatch(uv_check_t* check) {
 static BOOL WINAPI model_set_timer(HANDLE timer, const LARGE_INTEGER* due,
                                    LONG period, PTIMERAPCROUTINE fn,
                                    LPVOID arg, BOOL resume) {
+  LARGE_INTEGER when;
   int i;
 
   counts.set_timer++;
@@ -506,10 +513,17 @@ static BOOL WINAPI model_set_timer(HANDLE timer, const LARGE_INTEGER* due,
    */
   if (!real_mode)
     WaitForSingleObject(timer, 0);
+  /* early_completion: a relative due time early_ns shorter. */
+  when = *due;
+  if (!real_mode && early_ns != 0 && when.QuadPart < 0) {
+    when.QuadPart += (LONGLONG) (early_ns / 100);
+    if (when.QuadPart >= 0)
+      when.QuadPart = -1;
+  }
   for (i = 0; i < MAX_PACKETS; i++)
-    if (timers[i] == timer && due->QuadPart < 0)
-      timer_due[i] = qpc_ns() + (uint64_t) -due->QuadPart * 100;
-  return real_set_timer(timer, due, period, fn, arg, resume);
+    if (timers[i] == timer && when.QuadPart < 0)
+      timer_due[i] = qpc_ns() + (uint64_t) -when.QuadPart * 100;
+  return real_set_timer(timer, &when, period, fn, arg, resume);
 }
 
 
@@ -682,22 +696,6 @@ static LONG WINAPI model_associate(HANDLE h, HANDLE iocp, HANDLE target,
   if (pending_round)
     counts.pending_armed++;
 
-  /* AlreadySignaled: the timer expired before the association, which then
-   * does not take place; nothing is queued. (Wine can expire a timer a
-   * little before its due time by QueryPerformanceCounter: wait for it.)
-   */
-  if (WaitForSingleObject(target, 0) == WAIT_OBJECT_0) {
-    int i;
-
-    for (i = 0; i < MAX_PACKETS; i++)
-      if (timers[i] != NULL && timers[i] == target)
-        while (qpc_ns() < timer_due[i])
-          SwitchToThread();
-    if (signaled != NULL)
-      *signaled = TRUE;
-    return MODEL_STATUS_SUCCESS;
-  }
-
   EnterCriticalSection(&model_lock);
   p->iocp = iocp;
   p->target = target;
@@ -709,6 +707,16 @@ static LONG WINAPI model_associate(HANDLE h, HANDLE iocp, HANDLE target,
   p->abandoned = 0;
   p->active = 1;
   LeaveCriticalSection(&model_lock);
+
+  /* AlreadySignaled: the timer expired before the association, whose
+   * completion is then queued at once.
+   */
+  if (WaitForSingleObject(target, 0) == WAIT_OBJECT_0) {
+    packet_fired(p, FALSE);
+    if (signaled != NULL)
+      *signaled = TRUE;
+    return MODEL_STATUS_SUCCESS;
+  }
 
   if (!RegisterWaitForSingleObject(&wait, target, packet_fired, p, INFINITE,
                                    WT_EXECUTEONLYONCE)) {
@@ -1759,6 +1767,64 @@ static int cancel_fails(void) {
 }
 
 
+/* early_completion: the timer expires 1 ms before its due time. Each
+ * uv_run(UV_RUN_ONCE) with a 5 ms timer must still run it, and not early:
+ * uv__poll() takes the timer's completion as a timeout and checks it.
+ */
+static uint64_t early_ran_at;
+
+
+static void early_cb(uv_timer_t* handle) {
+  (void) handle;
+  early_ran_at = uv_hrtime();
+}
+
+
+static int early_completion(void) {
+  uv_timer_t timer;
+  uv_loop_t loop;
+  uint64_t start;
+  int missed;
+  int early;
+  int i;
+
+  NEEDS_STAND_INS();
+  SETUP();
+  CHECK_UV(uv_loop_init(&loop));
+  CHECK_UV(uv_timer_init(&loop, &timer));
+  early_ns = 1000000;
+  missed = 0;
+  early = 0;
+  for (i = 0; i < SAMPLES / 2; i++) {
+    early_ran_at = 0;
+    start = uv_hrtime();
+    uv_update_time(&loop);
+    CHECK_UV(uv_timer_start(&timer, early_cb, 5, 0));
+    uv_run(&loop, UV_RUN_ONCE);
+    if (early_ran_at == 0) {
+      missed++;
+      uv_run(&loop, UV_RUN_DEFAULT);
+    }
+    if (early_ran_at < start + 4 * 1000000)
+      early++;
+  }
+  early_ns = 0;
+  fprintf(stderr,
+          "timer_model/early_completion (%s): %d of %d UV_RUN_ONCE runs "
+          "without the timer, %d early, %ld timer completions\n",
+          MODEL_NOTE, missed, SAMPLES / 2, early, counts.posted);
+  uv_close((uv_handle_t*) &timer, NULL);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  CHECK_UV(uv_loop_close(&loop));
+  if (counts.posted == 0)
+    FAIL("%s: the timer never expired early (no completion)", MODEL_NOTE);
+  if (missed != 0 || early != 0)
+    FAIL("%s: %d UV_RUN_ONCE runs of %d ended before the 5 ms timer, "
+         "%d ran it early", MODEL_NOTE, missed, SAMPLES / 2, early);
+  return CASE_OK;
+}
+
+
 /* zero_timeout_drain: an armed wait for a 10 ms timer is ended at once by
  * uv_async_send(), a uv_run(UV_RUN_NOWAIT) polls with timeout 0, and then,
  * in a prepare callback (after the loop time was read, before the poll),
@@ -2006,6 +2072,7 @@ static int windows_only(void) {
 # define real_windows windows_only
 # define cancel_fails windows_only
 # define zero_timeout_drain windows_only
+# define early_completion windows_only
 # define wakeup_burst windows_only
 
 #endif  /* _WIN32 */
@@ -2023,6 +2090,7 @@ static const test_case cases[] = {
   { "tick_lateness", tick_lateness },
   { "cancel_fails", cancel_fails },
   { "zero_timeout_drain", zero_timeout_drain },
+  { "early_completion", early_completion },
   { "wakeup_burst", wakeup_burst, CASE_THREADS },
   { "real_windows", real_windows, CASE_THREADS },
   { NULL, NULL }

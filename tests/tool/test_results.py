@@ -39,6 +39,21 @@ CASES = {
 }
 
 
+BURST = ("timer_model/io_heavy (model: ...): bursts: blocking polls=2249 "
+         "(armed 1066), extra calls per blocking poll=1.42, per armed "
+         "poll=2.99, loop iterations=2281, spurious wake-ups=3 (3.0/s)")
+WINDOWS = {
+    "timer_model/wakeup_burst": {
+        "patched": "PASS", "patched_notes": [BURST],
+        "base": "PASS", "base_why": "", "base_notes": []},
+    "timer_model/early_completion": {
+        "patched": "FAIL", "patched_notes": [
+            "timer_model/early_completion (model: ...): 19 of 25 "
+            "UV_RUN_ONCE runs without the timer, 0 early"],
+        "base": "SKIP", "base_why": "needs the patch", "base_notes": []},
+}
+
+
 class ResultsTest(World):
     def setUp(self):
         super().setUp()
@@ -57,6 +72,11 @@ class ResultsTest(World):
                                "when": "2026-01-02 03:04 UTC",
                                "machine": "Linux 6.0, x86_64, 2 cores",
                                "cases": CASES}))
+        write(os.path.join(self.out, self.base, "results",
+                           "regress-windows-Release.json"), json.dumps({
+                               "base": self.base, "commit": self.commit,
+                               "when": "2026-01-02 05:06 UTC",
+                               "machine": "Wine", "cases": WINDOWS}))
         git(["init", "-q"], self.root)
         git(["add", "-A"], self.root)
         git(["commit", "-q", "-m", "repo"], self.root)
@@ -90,6 +110,16 @@ class ResultsTest(World):
         # v0.0.1 unpatched, patched; then v0.0.2 (no record).
         self.assertEqual(self.row("bound_flag_v4_msg"),
                          ["not ok 4/1/1/10/10", "ok 3/1/0/10/11", "—", "—"])
+
+    def test_windows_model_cells(self):
+        self.assertEqual(self.row("wakeup_burst")[:2],
+                         ["ok", "ok 2.99 calls per armed poll, "
+                          "3 spurious wake-ups"])
+        self.assertEqual(self.row("early_completion"),
+                         ["skip", "not ok 19 of 25 UV_RUN_ONCE runs without "
+                          "the timer", "—", "—"])
+        self.assertTrue(any("v0.0.1 2026-01-02 05:06 UTC" in line
+                            for line in self.lines))
 
     def test_paths_cell(self):
         self.assertEqual(self.row("backlog_recverr_flag")[:2],

@@ -95,6 +95,28 @@ def paths_figures(notes):
     return text
 
 
+# What timer_model prints, as (regex, how the cell shows it).
+_MODEL = (
+    (re.compile(r"\bmedian=([\d.]+)"), "median %s ms"),
+    (re.compile(r"per armed poll[= ]([\d.]+)"), "%s calls per armed poll"),
+    (re.compile(r"spurious wake-ups=(\d+)"), "%s spurious wake-ups"),
+    (re.compile(r"(\d+ of \d+) UV_RUN_ONCE runs without the timer"),
+     "%s UV_RUN_ONCE runs without the timer"),
+)
+
+
+def model_figures(notes):
+    """The figures timer_model's notes give, in the order of _MODEL."""
+    found = []
+    for pattern, shown in _MODEL:
+        for line in notes or []:
+            m = pattern.search(line)
+            if m:
+                found.append(shown % m.group(1))
+                break
+    return ", ".join(found)
+
+
 # program: (title, what the figures are, how they are picked from notes)
 PROGRAMS = {
     "udp_matrix": (
@@ -155,9 +177,10 @@ def _case_names(records, program=None):
     return names
 
 
-def render(bases, records, checkout):
+def render(bases, records, checkout, windows=None):
     """The Markdown of docs/results.md: ``bases`` deps.json's base objects,
-    ``records`` each one's record or None, ``checkout`` uvpatch's commit."""
+    ``records`` each one's record or None, ``checkout`` uvpatch's commit,
+    ``windows`` each base's Windows record or None (Wine, timer_model)."""
     names = [b["name"] for b in bases]
     out = [FIRST_LINE, "", "# What each base shows, patched vs base", "",
            "What `scripts/uvpatch test` recorded in "
@@ -220,6 +243,20 @@ def render(bases, records, checkout):
                       for rec in records for side in ("base", "patched")]
             for name in _case_names(records)]
     out += _table(head, rows) if rows else ["No case recorded.", ""]
+    windows = windows or [None] * len(bases)
+    out += ["## The Windows poll timer, modelled under Wine", "",
+            "`tests/regress/timer_model`, from `out/<base>/results/"
+            "regress-windows-%s.json` (recorded %s): the model of the "
+            "Windows tick and of the wait completion packet calls, not the "
+            "Windows kernel. Its stand-ins need the patch, so most cases "
+            "skip unpatched." % (CONFIG, ", ".join(
+                "%s %s" % (b["name"], (r or {}).get("when", MISSING))
+                for b, r in zip(bases, windows))), ""]
+    rows = [[name.split("/", 1)[1]] + [
+        cell((rec or {}).get("cases", {}).get(name), side, model_figures)
+        for rec in windows for side in ("base", "patched")]
+        for name in _case_names(windows, "timer_model")]
+    out += _table(head, rows) if rows else ["No case recorded.", ""]
     return "\n".join(out).rstrip("\n") + "\n"
 
 
@@ -235,5 +272,8 @@ def write_results(manifest, out_root, dest):
     bases = manifest.doc["bases"]
     records = [load_record(results_path(os.path.join(out_root, b["name"]),
                                         TARGET, CONFIG)) for b in bases]
-    write_atomic(dest, render(bases, records, checkout_commit(manifest.root)))
+    windows = [load_record(results_path(os.path.join(out_root, b["name"]),
+                                        "windows", CONFIG)) for b in bases]
+    write_atomic(dest, render(bases, records, checkout_commit(manifest.root),
+                              windows))
     return dest
