@@ -90,6 +90,25 @@ static void harness_note_first(char* err,
       FAIL("%s:%d: check failed: %s", __FILE__, __LINE__, #expr);             \
   } while (0)
 
+/* Fails the current case unless `a op b`, printing both values, as
+ * libuv's ASSERT_EQ() and its kin do. For integers.
+ */
+#define CHECK_CMP(a, op, b)                                                   \
+  do {                                                                        \
+    long long check_a_ = (long long) (a);                                     \
+    long long check_b_ = (long long) (b);                                     \
+    if (!(check_a_ op check_b_))                                              \
+      FAIL("%s:%d: check failed: %s %s %s (%lld %s %lld)", __FILE__,          \
+           __LINE__, #a, #op, #b, check_a_, #op, check_b_);                   \
+  } while (0)
+
+#define CHECK_EQ(a, b) CHECK_CMP(a, ==, b)
+#define CHECK_NE(a, b) CHECK_CMP(a, !=, b)
+#define CHECK_LT(a, b) CHECK_CMP(a, <, b)
+#define CHECK_LE(a, b) CHECK_CMP(a, <=, b)
+#define CHECK_GT(a, b) CHECK_CMP(a, >, b)
+#define CHECK_GE(a, b) CHECK_CMP(a, >=, b)
+
 /* Like CHECK() for a libuv call that returns 0 or a UV_E* code. */
 #define CHECK_UV(call)                                                        \
   do {                                                                        \

@@ -254,7 +254,7 @@ static int udp_flood_5s_timer_20ms(void) {
     uv_loop_close(&fc.loop);
     return CASE_FAIL;
   }
-  CHECK(uv_run(&fc.loop, UV_RUN_DEFAULT) == 0);
+  CHECK_EQ(uv_run(&fc.loop, UV_RUN_DEFAULT), 0);
   CHECK_UV(uv_loop_close(&fc.loop));
   free(fc.seen);
 

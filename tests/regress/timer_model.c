@@ -1094,7 +1094,7 @@ static int stale_completion(void) {
   rounds = 20;
   memset(&s, 0, sizeof(s));
   CHECK_UV(uv_loop_init(&loop));
-  CHECK(probe_init(&p, &loop) == 0);
+  CHECK_EQ(probe_init(&p, &loop), 0);
   CHECK_UV(watch(&loop, &check, &p.due));
   s.p = &p;
   CHECK_UV(uv_async_init(&loop, &s.async, stale_async_cb));
@@ -1544,7 +1544,7 @@ static int loop_cycles_close(void) {
   NEEDS_STAND_INS();
   SETUP();
   fired = 0;
-  CHECK(one_cycle(&fired) == 0);
+  CHECK_EQ(one_cycle(&fired), 0);
   before = count_handles(&how);
   memset(&counts, 0, sizeof(counts));
   fired = 0;
@@ -1559,7 +1559,7 @@ static int loop_cycles_close(void) {
           MODEL_NOTE, CYCLES, counts.timers_created, counts.timers_closed,
           counts.packets_created, counts.packets_closed,
           counts.closed_associated, before, after);
-  CHECK(fired == CYCLES);
+  CHECK_EQ(fired, CYCLES);
   if (counts.packets_created != CYCLES || counts.timers_created != CYCLES)
     FAIL("%s: %ld packets and %ld timers for %d loops", MODEL_NOTE,
          counts.packets_created, counts.timers_created, CYCLES);
@@ -1699,7 +1699,7 @@ static int tick_lateness(void) {
   SETUP();
   n = 3;
   CHECK_UV(uv_loop_init(&loop));
-  CHECK(probe_init(&p, &loop) == 0);
+  CHECK_EQ(probe_init(&p, &loop), 0);
   for (k = 0; k < (int) ARRAY_SIZE(lengths); k++) {
     p.count = 0;
     calls = arming_calls();
@@ -1929,7 +1929,7 @@ static int zero_timeout_drain(void) {
   memset(&d, 0, sizeof(d));
   CHECK_UV(uv_loop_init(&loop));
   loop.data = &d;
-  CHECK(probe_init(&p, &loop) == 0);
+  CHECK_EQ(probe_init(&p, &loop), 0);
   d.p = &p;
   CHECK_UV(uv_prepare_init(&loop, &d.prepare));
   CHECK_UV(uv_prepare_start(&d.prepare, drain_prepare_cb));

@@ -108,7 +108,7 @@ static int timer_1ms_median(void) {
 
   if (run_oneshots("timer_1ms", 1, &median, &early) != 0)
     FAIL("no %d samples within %d ms", SAMPLES, WATCHDOG_MS);
-  CHECK(early == 0);
+  CHECK_EQ(early, 0);
   if (median >= 8 * 1000000)
     FAIL("median of %d one-shot 1 ms timers is %.3f ms (bound 8 ms)",
          SAMPLES, ms(median));
@@ -160,7 +160,7 @@ static int timer_1ms_async_wakeups(void) {
 
   memset(&w, 0, sizeof(w));
   CHECK_UV(uv_loop_init(&loop));
-  CHECK(probe_init(&p, &loop) == 0);
+  CHECK_EQ(probe_init(&p, &loop), 0);
   CHECK_UV(uv_async_init(&loop, &w.async, waker_cb));
   w.async.data = &w;
   /* The timer alone decides when uv_run() returns. */
@@ -236,7 +236,7 @@ static int timer_16ms_repeat_not_early(void) {
   uv_loop_t loop;
 
   CHECK_UV(uv_loop_init(&loop));
-  CHECK(probe_init(&p, &loop) == 0);
+  CHECK_EQ(probe_init(&p, &loop), 0);
 
   uv_update_time(&loop);
   p.timeout = 16;
@@ -266,8 +266,8 @@ static int loop_init_close_clean(void) {
 
   /* Warm-up: libuv's one-time initialisation opens handles of its own. */
   fired = 0;
-  CHECK(one_cycle(&fired) == 0);
-  CHECK(fired == 1);
+  CHECK_EQ(one_cycle(&fired), 0);
+  CHECK_EQ(fired, 1);
   before = count_handles(&how);
 
   fired = 0;
@@ -278,7 +278,7 @@ static int loop_init_close_clean(void) {
     if (uv_hrtime() > deadline)
       FAIL("only %d cycles within %d ms", i + 1, WATCHDOG_MS);
   }
-  CHECK(fired == CYCLES);
+  CHECK_EQ(fired, CYCLES);
 
   after = count_handles(&how);
   fprintf(stderr,

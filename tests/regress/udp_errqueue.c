@@ -464,8 +464,8 @@ static int run_one_report(int family, const char* name) {
 
   CHECK_UV(setup(family, UV_UDP_LINUX_RECVERR));
   CHECK_UV(uv_udp_recv_start(&ctx.udp, on_alloc, on_recv));
-  CHECK(closed_port(family, &dst) == 0);
-  CHECK(send_for_report(udp_fd(), &dst) == 0);
+  CHECK_EQ(closed_port(family, &dst), 0);
+  CHECK_EQ(send_for_report(udp_fd(), &dst), 0);
   r = run_and_close();
   note(name);
   if (r != 0)
@@ -503,7 +503,7 @@ static int case_one_report(int family, const char* name) {
     FAIL("report nread %ld, expected UV_ECONNREFUSED (%d)",
          (long) ctx.report_nread, UV_ECONNREFUSED);
   CHECK(ctx.report_has_addr);
-  CHECK(ctx.report_addr.ss_family == family);
+  CHECK_EQ(ctx.report_addr.ss_family, family);
   /* The offender of a port unreachable on loopback is the loopback address
    * that sent the ICMP message; it has no port.
    */
@@ -511,16 +511,16 @@ static int case_one_report(int family, const char* name) {
     struct sockaddr_in6* s6 = (struct sockaddr_in6*) &ctx.report_addr;
     uv_inet_ntop(AF_INET6, &s6->sin6_addr, got, sizeof(got));
     strcpy(want, "::1");
-    CHECK(s6->sin6_port == 0);
+    CHECK_EQ(s6->sin6_port, 0);
   } else {
     struct sockaddr_in* s4 = (struct sockaddr_in*) &ctx.report_addr;
     uv_inet_ntop(AF_INET, &s4->sin_addr, got, sizeof(got));
     strcpy(want, "127.0.0.1");
-    CHECK(s4->sin_port == 0);
+    CHECK_EQ(s4->sin_port, 0);
   }
   if (strcmp(got, want) != 0)
     FAIL("offender %s, expected %s", got, want);
-  CHECK(ctx.calls_after_close == 0);
+  CHECK_EQ(ctx.calls_after_close, 0);
   return CASE_OK;
 }
 
@@ -546,23 +546,23 @@ static int case_open_ex_recverr(void) {
   memset(&ctx, 0, sizeof(ctx));
   CHECK_UV(uv_loop_init(&ctx.loop));
   fd = socket(AF_INET, SOCK_DGRAM, 0);
-  CHECK(fd >= 0);
+  CHECK_GE(fd, 0);
   memset(&sin, 0, sizeof(sin));
   sin.sin_family = AF_INET;
   sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  CHECK(bind(fd, (struct sockaddr*) &sin, sizeof(sin)) == 0);
+  CHECK_EQ(bind(fd, (struct sockaddr*) &sin, sizeof(sin)), 0);
   CHECK_UV(uv_udp_init(&ctx.loop, &ctx.udp));
   r = uv_udp_open_ex(&ctx.udp, fd, UV_UDP_LINUX_RECVERR);
   if (r != 0)
     FAIL("uv_udp_open_ex(UV_UDP_LINUX_RECVERR): %s", uv_strerror(r));
   value = 0;
   len = sizeof(value);
-  CHECK(getsockopt(fd, IPPROTO_IP, IP_RECVERR, &value, &len) == 0);
-  CHECK(value == 1);
+  CHECK_EQ(getsockopt(fd, IPPROTO_IP, IP_RECVERR, &value, &len), 0);
+  CHECK_EQ(value, 1);
   CHECK_UV(setup_timers());
   CHECK_UV(uv_udp_recv_start(&ctx.udp, on_alloc, on_recv));
-  CHECK(closed_port(AF_INET, &dst) == 0);
-  CHECK(send_for_report(fd, &dst) == 0);
+  CHECK_EQ(closed_port(AF_INET, &dst), 0);
+  CHECK_EQ(send_for_report(fd, &dst), 0);
   r = run_and_close();
   note("open_ex_recverr");
   if (r != 0)
@@ -629,7 +629,7 @@ static int case_three_reports_once(void) {
 
   if (ctx.pace_failed != 0)
     FAIL("uv_udp_try_send: %s", uv_strerror(ctx.pace_failed));
-  CHECK(ctx.paced == PACED_SENDS);
+  CHECK_EQ(ctx.paced, PACED_SENDS);
   if (ctx.reports != PACED_SENDS || ctx.plain_errors != 0)
     FAIL("%d ICMP errors gave %ld reports and %ld plain errors (first %s), "
          "expected %d reports and no plain error",
@@ -674,12 +674,12 @@ static int case_report_burst(void) {
   CHECK(ctx.report_seen != NULL);
 
   /* One report per offender 127.0.1.(i + 1), so each is identifiable. */
-  CHECK(closed_port(AF_INET, &dst) == 0);
+  CHECK_EQ(closed_port(AF_INET, &dst), 0);
   d4 = (struct sockaddr_in*) &dst;
   fd = udp_fd();
   for (i = 0; i < n; i++) {
     d4->sin_addr.s_addr = htonl(0x7f000100UL + (unsigned long) i + 1);
-    CHECK(send_for_report(fd, &dst) == 0);
+    CHECK_EQ(send_for_report(fd, &dst), 0);
   }
   r = run_and_close();
   note("report_burst");
@@ -704,7 +704,7 @@ static int case_report_burst(void) {
          uv_err_name((int) ctx.plain_err));
   if (ctx.iterations > SPIN_BOUND + ctx.report_iters)
     FAIL("loop spun: %ld iterations in %d ms", ctx.iterations, RUN_MS);
-  CHECK(r == 0);
+  CHECK_EQ(r, 0);
   free(ctx.report_seen);
   return CASE_OK;
 }
@@ -733,7 +733,7 @@ static int send_only(int connected, int stop_first, const char* name) {
   }
   sndbuf = 4096;
   CHECK_UV(uv_send_buffer_size((uv_handle_t*) &ctx.udp, &sndbuf));
-  CHECK(closed_port(AF_INET, &dst) == 0);
+  CHECK_EQ(closed_port(AF_INET, &dst), 0);
   if (connected)
     CHECK_UV(uv_udp_connect(&ctx.udp, (const struct sockaddr*) &dst));
 
@@ -760,7 +760,7 @@ static int send_only(int connected, int stop_first, const char* name) {
          "received", ctx.alloc_calls, ctx.recv_calls);
   if (ctx.iterations > 50)
     FAIL("loop spun: %ld iterations in %d ms", ctx.iterations, RUN_MS);
-  CHECK(r == 0);
+  CHECK_EQ(r, 0);
   return CASE_OK;
 }
 
@@ -869,11 +869,11 @@ static int data_and_reports(int mmsg) {
   ctx.data_seen = calloc((size_t) ndata, 1);
   CHECK(ctx.data_seen != NULL);
 
-  CHECK(closed_port(AF_INET, &dst) == 0);
+  CHECK_EQ(closed_port(AF_INET, &dst), 0);
   fd = udp_fd();
   for (i = 0; i < nrep; i++)
-    CHECK(send_for_report(fd, &dst) == 0);
-  CHECK(send_datagrams(ndata) == 0);
+    CHECK_EQ(send_for_report(fd, &dst), 0);
+  CHECK_EQ(send_datagrams(ndata), 0);
   r = run_and_close();
   note(mmsg ? "data_and_reports_mmsg" : "data_and_reports");
 
@@ -905,7 +905,7 @@ static int data_and_reports(int mmsg) {
          (long) ctx.report_nread);
   if (ctx.iterations > SPIN_BOUND + ctx.data_iters)
     FAIL("loop spun: %ld iterations in %d ms", ctx.iterations, RUN_MS);
-  CHECK(r == 0);
+  CHECK_EQ(r, 0);
   free(ctx.data_seen);
   return CASE_OK;
 }
@@ -927,11 +927,11 @@ static int case_close_on_first_report(void) {
   CHECK_UV(setup(AF_INET, UV_UDP_LINUX_RECVERR));
   CHECK_UV(uv_udp_recv_start(&ctx.udp, on_alloc, on_recv));
   ctx.close_on_first_error = 1;
-  CHECK(closed_port(AF_INET, &dst) == 0);
+  CHECK_EQ(closed_port(AF_INET, &dst), 0);
   fd = udp_fd();
   for (i = 0; i < 5; i++)
-    CHECK(send_for_report(fd, &dst) == 0);
-  CHECK(send_datagrams(10) == 0);
+    CHECK_EQ(send_for_report(fd, &dst), 0);
+  CHECK_EQ(send_datagrams(10), 0);
   r = run_and_close();
   note("close_on_first_report");
 

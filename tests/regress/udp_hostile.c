@@ -430,12 +430,12 @@ static int flood_case(int chunks) {
     SKIP("recvmmsg is not supported here (uv_udp_using_recvmmsg)");
   f = shared_arg();
   CHECK(f != NULL);
-  CHECK(hc_addr(&f->to) == 0);
+  CHECK_EQ(hc_addr(&f->to), 0);
   f->fd = -1;
   f->max = FLOOD_MAX_SEQ;
   f->ms = FLOOD_MS;
   pid = spawn(flood_child, f, FLOOD_MS / 1000 + 3);
-  CHECK(pid > 0);
+  CHECK_GT(pid, 0);
 
   /* Run a little past the flood to drain what is queued. */
   if (hc_run(FLOOD_MS + 300) != CASE_OK) {
@@ -522,11 +522,11 @@ static int icmp_flood_case(int chunks) {
   rep = shared_arg();
   dat = shared_arg();
   CHECK(rep != NULL && dat != NULL);
-  CHECK(closed_port(AF_INET, &rep->to) == 0);
+  CHECK_EQ(closed_port(AF_INET, &rep->to), 0);
   rep->fd = fd;
   rep->max = 1UL << 24;
   rep->ms = REPORT_MS;
-  CHECK(hc_addr(&dat->to) == 0);
+  CHECK_EQ(hc_addr(&dat->to), 0);
   dat->fd = -1;
   dat->max = 1UL << 20;
   dat->ms = REPORT_MS;
@@ -535,7 +535,7 @@ static int icmp_flood_case(int chunks) {
   hc.peer_sent = &dat->sent;
 
   rpid = spawn(flood_child, rep, REPORT_MS / 1000 + 3);
-  CHECK(rpid > 0);
+  CHECK_GT(rpid, 0);
   dpid = spawn(flood_child, dat, REPORT_MS / 1000 + 3);
   if (dpid <= 0) {
     reap(rpid, 0);
@@ -824,7 +824,7 @@ static int truncated_case(int chunks) {
 
   /* The peer: a plain socket, everything queued before the first poll. */
   fd = socket(AF_INET, SOCK_DGRAM, 0);
-  CHECK(fd >= 0);
+  CHECK_GE(fd, 0);
   value = 1 << 20;
   setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &value, sizeof(value));
   for (i = 0; i < NTRUNC; i++) {

@@ -804,14 +804,14 @@ static int setup(const cell_t* c) {
   } else {
     /* The owner makes the socket, sets the option or not, binds it. */
     fd = socket(mc.family, SOCK_DGRAM, 0);
-    CHECK(fd >= 0);
+    CHECK_GE(fd, 0);
     if (c->sock == MX_OPEN_RECVERR) {
       level = c->ipv6 ? IPPROTO_IPV6 : IPPROTO_IP;
       name = c->ipv6 ? IPV6_RECVERR : IP_RECVERR;
       yes = 1;
-      CHECK(setsockopt(fd, level, name, &yes, sizeof(yes)) == 0);
+      CHECK_EQ(setsockopt(fd, level, name, &yes, sizeof(yes)), 0);
     }
-    CHECK(bind(fd, (struct sockaddr*) &ss, addr_len(&ss)) == 0);
+    CHECK_EQ(bind(fd, (struct sockaddr*) &ss, addr_len(&ss)), 0);
     CHECK_UV(uv_udp_init_ex(&mc.loop, &mc.udp, AF_UNSPEC | init_flags));
     CHECK_UV(uv_udp_open(&mc.udp, fd));
   }
@@ -821,12 +821,12 @@ static int setup(const cell_t* c) {
   CHECK_UV(uv_udp_getsockname(&mc.udp, (struct sockaddr*) &mc.me, &namelen));
 
   mc.peer = socket(mc.family, SOCK_DGRAM, 0);
-  CHECK(mc.peer >= 0);
+  CHECK_GE(mc.peer, 0);
   loopback_addr(mc.family, &mc.peer_addr);
   CHECK(bind(mc.peer, (struct sockaddr*) &mc.peer_addr,
              addr_len(&mc.peer_addr)) == 0);
   len = sizeof(mc.peer_addr);
-  CHECK(getsockname(mc.peer, (struct sockaddr*) &mc.peer_addr, &len) == 0);
+  CHECK_EQ(getsockname(mc.peer, (struct sockaddr*) &mc.peer_addr, &len), 0);
   if (c->connected)
     CHECK_UV(uv_udp_connect(&mc.udp,
                             (const struct sockaddr*) &mc.peer_addr));
@@ -1063,10 +1063,10 @@ static int receive_case(const cell_t* c) {
     mc.datagrams_to_send = CELL_DATAGRAMS;
     mc.errors_to_send = FEW_ERRORS;
   }
-  CHECK(make_seen(mc.datagrams_to_send) == 0);
+  CHECK_EQ(make_seen(mc.datagrams_to_send), 0);
   if (c->kind == KIND_AFTER_QUEUED) {
     /* Queued while the handle runs in the loop without receiving. */
-    CHECK(peer_act(mc.datagrams_to_send, mc.errors_to_send) == 0);
+    CHECK_EQ(peer_act(mc.datagrams_to_send, mc.errors_to_send), 0);
     uv_run(&mc.loop, UV_RUN_NOWAIT);
     CHECK_UV(uv_udp_recv_start(&mc.udp, on_alloc, on_recv));
   } else {
@@ -1191,13 +1191,13 @@ static int flood_case(const cell_t* c) {
   int r;
 
   fd = udp_fd();
-  CHECK(fd >= 0);
+  CHECK_GE(fd, 0);
   rcvbuf = FLOOD_RCVBUF;
   if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf,
                  sizeof(rcvbuf)) != 0)
     CHECK_UV(uv_recv_buffer_size((uv_handle_t*) &mc.udp, &rcvbuf));
   len = sizeof(rcvbuf);
-  CHECK(getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, &len) == 0);
+  CHECK_EQ(getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, &len), 0);
 
   f = mmap(NULL, sizeof(*f), PROT_READ | PROT_WRITE,
            MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -1211,14 +1211,14 @@ static int flood_case(const cell_t* c) {
     f->max = rcvbuf / 2048;
   memcpy(&f->closed, &mc.peer_addr, sizeof(f->closed));
   memcpy(&f->target, &mc.me, sizeof(f->target));
-  CHECK(make_seen(f->max / FLOOD_DATA_EVERY + 1) == 0);
+  CHECK_EQ(make_seen(f->max / FLOOD_DATA_EVERY + 1), 0);
   close(mc.peer);
   mc.peer = -1;
   CHECK_UV(uv_udp_recv_start(&mc.udp, on_alloc, on_recv));
 
   mc.icmp_before = icmp_received(mc.family);
   mc.flood_pid = spawn(flood_child, f, FLOOD_MS / 1000 + 10);
-  CHECK(mc.flood_pid >= 0);
+  CHECK_GE(mc.flood_pid, 0);
   r = run_for(FLOOD_MS + TAIL_MS);
   child_ok = reap(mc.flood_pid, 5000);
   mc.datagrams_sent = f->data_sent;

@@ -456,9 +456,9 @@ static int backlog_case(int kind) {
     CHECK(setsockopt(P.fd, kind ? SOL_SOCKET : IPPROTO_IP,
                      kind ? SO_TIMESTAMPING : IP_RECVERR, &opts[kind],
                      sizeof(opts[kind])) == 0);
-  CHECK(queue(BACKLOG, 0) == 0);
+  CHECK_EQ(queue(BACKLOG, 0), 0);
   CHECK_UV(uv_udp_recv_start(&P.udp, on_alloc, on_recv));
-  CHECK((pid = start_prober(PROBE_MS, MAX_PROBES, 0)) > 0);
+  CHECK_GT((pid = start_prober(PROBE_MS, MAX_PROBES, 0)), 0);
   r = run();
   P.probe->stop = 1;
   sort_u64(P.lat, (size_t) P.nlat);
@@ -470,7 +470,7 @@ static int backlog_case(int kind) {
   CHECK(reap(pid, 1000) && r == 0 && P.faults == 0);
   CHECK_TIMING(P.datagrams == BACKLOG, "%ld of %d datagrams in %d ms",
                P.datagrams, BACKLOG, SAFETY_MS);
-  CHECK(P.in_drain > 0);
+  CHECK_GT(P.in_drain, 0);
   /* Twin read errors of reports: as few as udp_hostile allows. */
   if (kind == 2 && P.plain > 10 + P.reports / 200)
     FAIL("%ld plain errors beside %ld reports", P.plain, P.reports);
@@ -487,7 +487,7 @@ static int flood_case(void) {
   r = setup("127.0.0.1", UV_UDP_RECVMMSG, UV_UDP_LINUX_RECVERR, 8 << 20);
   if (r != CASE_OK)
     return r;
-  CHECK(queue(0, FLOOD) == 0);
+  CHECK_EQ(queue(0, FLOOD), 0);
   CHECK_UV(uv_udp_recv_start(&P.udp, on_alloc, on_recv));
   r = run();
   FIGURE(", \"duplicates\": %ld, \"errqueue_recvmmsg\": %ld}\n", P.dups,
@@ -497,9 +497,9 @@ static int flood_case(void) {
     SKIP("%ld ICMP errors for %d sends: the rate limit held", P.icmp,
          FLOOD);
   CHECK(P.reports == FLOOD && P.dups == 0);
-  CHECK(errq_mmsg_calls <= FLOOD_ERRQ_CALLS);
-  CHECK(P.allocs <= FLOOD_ALLOCS);
-  CHECK(P.lent == 0);
+  CHECK_LE(errq_mmsg_calls, FLOOD_ERRQ_CALLS);
+  CHECK_LE(P.allocs, FLOOD_ALLOCS);
+  CHECK_EQ(P.lent, 0);
   return CASE_OK;
 }
 
@@ -514,7 +514,7 @@ static int mixed_case(int how, int mmsg) {
   if (r != CASE_OK)
     return r;
   P.act = how;
-  CHECK(queue(MIXED_DATAGRAMS, MIXED_REPORTS) == 0);
+  CHECK_EQ(queue(MIXED_DATAGRAMS, MIXED_REPORTS), 0);
   CHECK_UV(uv_udp_recv_start(&P.udp, on_alloc, on_recv));
   r = run();
   lost = msgs_read - P.reports - P.datagrams;
@@ -527,15 +527,15 @@ static int mixed_case(int how, int mmsg) {
   CHECK(r == 0 && P.faults == 0);
   CHECK(P.acted);
   /* Lost: at most the rest of the recvmmsg batch that the act cut. */
-  CHECK(lost <= (mmsg ? MMSG_CHUNKS : 0));
+  CHECK_LE(lost, (mmsg ? MMSG_CHUNKS : 0));
   CHECK(how == ACT_CLOSE || left == 0);
   /* Stopped: no call but the cut batch's UV_UDP_MMSG_FREE. Closed: no
    * call but the rest of the batch and its UV_UDP_MMSG_FREE.
    */
   CHECK(how != ACT_STOP || P.calls_stopped == 0);
   CHECK(how != ACT_STOP || P.frees_stopped == mmsg);
-  CHECK(P.calls_closed == 0);
-  CHECK(P.lent == 0);
+  CHECK_EQ(P.calls_closed, 0);
+  CHECK_EQ(P.lent, 0);
   return CASE_OK;
 }
 
@@ -551,23 +551,23 @@ static int mapped_case(void) {
   if ((r = setup("::", 0, UV_UDP_LINUX_RECVERR, 1 << 20)) != CASE_OK)
     return r;
   len = sizeof(v6only);
-  CHECK(getsockopt(P.fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, &len) == 0);
-  CHECK(v6only == 0);
-  CHECK(closed_port(AF_INET, &closed) == 0);
+  CHECK_EQ(getsockopt(P.fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, &len), 0);
+  CHECK_EQ(v6only, 0);
+  CHECK_EQ(closed_port(AF_INET, &closed), 0);
   CHECK_UV(uv_ip6_addr("::ffff:127.0.0.1", ntohs(closed.sin_port),
                        &mapped));
   CHECK_UV(uv_udp_connect(&P.udp, (const struct sockaddr*) &mapped));
   CHECK_UV(uv_udp_recv_start(&P.udp, on_alloc, on_recv));
-  CHECK((pid = start_prober(PACE_MS, MAPPED_SENDS, 1)) > 0);
+  CHECK_GT((pid = start_prober(PACE_MS, MAPPED_SENDS, 1)), 0);
   CHECK_UV(uv_timer_start(&P.timer, on_end, PACE_MS * MAPPED_SENDS, 0));
   r = run();
   FIGURE(", \"sends\": %ld}\n", P.probe->sent);
   CHECK(reap(pid, 1000) && r == 0 && P.faults == 0);
-  CHECK(P.icmp == MAPPED_SENDS);
+  CHECK_EQ(P.icmp, MAPPED_SENDS);
   /* At most one error-queue read and one plain error per ICMP error. */
-  CHECK(errq_calls <= P.icmp);
+  CHECK_LE(errq_calls, P.icmp);
   CHECK(P.plain == P.icmp && P.first_plain == UV_ECONNREFUSED);
-  CHECK(P.lent == 0);
+  CHECK_EQ(P.lent, 0);
   return CASE_OK;
 }
 

@@ -121,15 +121,15 @@ static int twin_case(int mmsg) {
   CHECK_UV(uv_fileno((uv_handle_t*) &udp, &fd));
   size = 1 << 20;
   CHECK_UV(uv_recv_buffer_size((uv_handle_t*) &udp, &size));
-  CHECK(closed_port(AF_INET, &dst) == 0);
+  CHECK_EQ(closed_port(AF_INET, &dst), 0);
   for (i = 0; i < REPORTS; i++)
-    CHECK(send_for_report(fd, &dst) == 0);
+    CHECK_EQ(send_for_report(fd, &dst), 0);
   /* The last send's error may still be the socket error: a plain read
    * returns it, and that is the twin the patched libuv drops.
    */
   len = sizeof(me);
-  CHECK(getsockname(fd, (struct sockaddr*) &me, &len) == 0);
-  CHECK((peer = socket(AF_INET, SOCK_DGRAM, 0)) >= 0);
+  CHECK_EQ(getsockname(fd, (struct sockaddr*) &me, &len), 0);
+  CHECK_GE((peer = socket(AF_INET, SOCK_DGRAM, 0)), 0);
   for (i = 0; i < DATAGRAMS; i++)
     CHECK(sendto(peer, "data", 4, 0, (const struct sockaddr*) &me,
                  addr_len(&me)) == 4);
