@@ -7,7 +7,7 @@ import sys
 
 from . import VERSION, proc
 from .errors import UvPatchError, EXIT_USAGE
-from .source.fsutil import Lock
+from .fsutil import Lock
 from .series.manifest import load
 from .build.cmake import CONFIGS, TARGETS
 

@@ -134,7 +134,7 @@ class BuildTest(BuildWorld):
                          "is this repository")
 
     def test_two_builds_at_once_are_refused(self):
-        from uvpatchlib.source.fsutil import Lock
+        from uvpatchlib.fsutil import Lock
         os.makedirs(self.work)
         with Lock(self.work, "test"):
             res = self.tool("build")

@@ -259,7 +259,7 @@ class InstallFaultTest(BuildWorld):
     def test_an_install_waits_for_another(self):
         # Two installs into one prefix (from two --out folders, say):
         # the second waits for the first's lock instead of failing.
-        from uvpatchlib.source.fsutil import Lock
+        from uvpatchlib.fsutil import Lock
         folder, name = os.path.split(self.prefix)
         with Lock(folder, "test", name=".%s.uvpatch-lock" % name):
             p = subprocess.Popen(self.argv("build", "--prefix", self.prefix),

@@ -14,7 +14,7 @@ import shutil
 
 from .. import proc
 from ..errors import UvPatchError, EXIT_FAILURE, EXIT_USAGE
-from ..source.fsutil import write_atomic
+from ..fsutil import write_atomic
 from ..series.apply import apply_series, export_base
 
 CONFIGS = {

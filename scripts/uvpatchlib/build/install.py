@@ -33,7 +33,7 @@ import shlex
 
 from .. import proc
 from ..errors import UvPatchError, EXIT_FAILURE, EXIT_STATE, EXIT_USAGE
-from ..source.fsutil import Lock, remove_tree, write_atomic
+from ..fsutil import Lock, remove_tree, write_atomic
 from ..source.gittree import file_ids
 from ..series.apply import BASE_TAG
 from . import swap

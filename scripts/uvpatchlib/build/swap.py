@@ -18,7 +18,7 @@ import os
 import stat
 
 from ..errors import UvPatchError, EXIT_STATE
-from ..source.fsutil import exchange, remove_tree, write_atomic
+from ..fsutil import exchange, remove_tree, write_atomic
 
 
 class Places:

@@ -16,7 +16,7 @@ import os
 
 from .. import VERSION, proc
 from ..errors import UvPatchError, EXIT_STATE, EXIT_USAGE
-from ..source.fsutil import Lock, remove_tree
+from ..fsutil import Lock, remove_tree
 from ..source.gittree import file_ids
 from ..series.apply import BASE_TAG, apply_series
 from . import swap

@@ -17,7 +17,7 @@ import tempfile
 
 from .. import proc
 from ..errors import UvPatchError, EXIT_USAGE
-from ..source.fsutil import remove_tree
+from ..fsutil import remove_tree
 from .analyse import check_report, load_report
 from .measure import measure, parse_only
 from .render import write_report

@@ -38,7 +38,7 @@ from .dnsparse import (FLOOD_ADDR, SCHEMA, VARIANTS, VICTIM_ADDR,
                        price_figures, query_lines, render, rows,
                        victim_figures, zone_text)
 from ..errors import UvPatchError, EXIT_FAILURE, EXIT_USAGE
-from ..source.fsutil import remove_tree, write_atomic
+from ..fsutil import remove_tree, write_atomic
 
 TOOLS = (("named", "bind9"), ("kresd", "knot-resolver"),
          ("dnsperf", "dnsperf"))

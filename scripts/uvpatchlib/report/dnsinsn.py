@@ -34,7 +34,7 @@ import time
 
 from .. import proc
 from ..errors import UvPatchError, EXIT_FAILURE, EXIT_USAGE
-from ..source.fsutil import remove_tree, write_atomic
+from ..fsutil import remove_tree, write_atomic
 from .dnsbench import (HOSTS, Server, Unmeasured, missing, report_folder,
                        versions, write_inputs, write_report)
 from .dnsparse import FLOOD_ADDR, query_lines

@@ -19,7 +19,7 @@ except ImportError:
 
 from .. import proc
 from ..errors import UvPatchError, EXIT_USAGE
-from ..source.fsutil import remove_tree
+from ..fsutil import remove_tree
 from ..build.cmake import build_variant, host_target
 from ..verify.runner import Runner, windows_unavailable
 from .figures import (FULL, KINDS, QUICK, SCHEMA, SECTIONS, VARIANTS,

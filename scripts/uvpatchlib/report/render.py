@@ -6,7 +6,7 @@ import json
 import os
 
 from .. import proc
-from ..source.fsutil import write_atomic
+from ..fsutil import write_atomic
 from . import svg
 from .analyse import ratio, summary
 from .figures import MODES, VARIANTS, fmt, target_label

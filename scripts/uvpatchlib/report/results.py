@@ -8,7 +8,7 @@ import re
 
 from .. import proc
 from ..errors import UvPatchError, EXIT_FAILURE
-from ..source.fsutil import write_atomic
+from ..fsutil import write_atomic
 from ..verify.regress import results_path
 
 TARGET, CONFIG = "linux", "Release"

@@ -12,7 +12,7 @@ from .. import proc
 from ..errors import UvPatchError, EXIT_APPLY, EXIT_STATE
 from ..source.extract import copy_tree
 from ..source.fetch import Fetcher
-from ..source.fsutil import remove_tree, replace_dir, recover_dir, write_atomic
+from ..fsutil import remove_tree, replace_dir, recover_dir, write_atomic
 from .patchfile import Patch, hunk_ranges_of_diff, unusable
 
 STATE_FILE = "uvpatch-state.json"

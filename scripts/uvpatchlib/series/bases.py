@@ -4,6 +4,7 @@ side."""
 import os
 
 from ..source.fetch import cache_root, describe_source
+from ..source.gitref import env_source
 from .manifest import validate
 
 
@@ -23,7 +24,7 @@ def describe_bases(manifest, cache=None):
     """The text of `scripts/uvpatch bases`: each base, what it is for,
     where its source comes from, and whether its tree is cached."""
     lines = []
-    mirror = os.environ.get("UVPATCH_SOURCE")
+    mirror = env_source()
     for data in manifest.doc["bases"]:
         base = validate(manifest.doc, manifest.root, check_files=False,
                         base=data["name"])

@@ -13,7 +13,7 @@ import stat
 import urllib.parse
 
 from ..errors import UvPatchError, EXIT_MANIFEST, EXIT_USAGE
-from ..source.fsutil import file_kind
+from ..fsutil import file_kind
 
 SCHEMA = 2
 

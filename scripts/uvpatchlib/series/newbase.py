@@ -12,7 +12,7 @@ from .. import proc
 from ..errors import UvPatchError, EXIT_FETCH
 from ..source import gitref
 from ..source.extract import extract_tarball
-from ..source.fsutil import remove_tree, sha256_file
+from ..fsutil import remove_tree, sha256_file
 from ..source.gittree import tree_id
 
 _VERSION = re.compile(r"^v?(\d+(?:\.\d+)+)$")
@@ -22,8 +22,7 @@ def locate(manifest, out_root, ref, source):
     """Finds REF: {commit, label, tree, fetch_from, tarball, repo}, where
     ``repo`` is a repository with REF's history when the source has it;
     and a scratch folder to remove afterwards."""
-    src = source or os.environ.get("UVPATCH_SOURCE") or \
-        gitref.default_source(manifest)
+    src = source or gitref.env_source() or gitref.default_source(manifest)
     if src is None:
         raise UvPatchError("deps.json has no git source to find %r in" % ref,
                            hint="pass --source with a git repository, a "
@@ -117,7 +116,7 @@ def _from_tarball(manifest, src, ref, scratch):
                   % (os.path.basename(src), commit[:12]))
         return commit, tree
     # Offline, UVPATCH_SOURCE (a bundle of upstream) knows REF too.
-    mirror = os.environ.get("UVPATCH_SOURCE")
+    mirror = gitref.env_source()
     url = mirror if mirror and os.path.exists(mirror) and \
         gitref.is_git_source(mirror) else gitref.default_source(manifest)
     try:

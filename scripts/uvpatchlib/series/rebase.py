@@ -19,7 +19,7 @@ import shutil
 from .. import proc
 from ..errors import UvPatchError, EXIT_APPLY, EXIT_STATE
 from ..source.fetch import Fetcher
-from ..source.fsutil import remove_tree, replace_dir, sha256_file, write_atomic
+from ..fsutil import remove_tree, replace_dir, sha256_file, write_atomic
 from . import rebasetry
 from .apply import (AM_IDENTITY, BASE_TAG, STATE_FILE, _build, apply_series,
                     declare_shallow, local_changes, read_state)

@@ -18,7 +18,7 @@ from .. import proc
 from ..errors import UvPatchError
 from ..source import gitref
 from ..source.fetch import Fetcher
-from ..source.fsutil import remove_tree
+from ..fsutil import remove_tree
 from .apply import AM_IDENTITY, _build, declare_shallow
 from .manifest import Manifest, validate
 

@@ -13,7 +13,7 @@ import tempfile
 
 from .. import proc
 from ..errors import UvPatchError, EXIT_STATE
-from ..source.fsutil import remove_tree, sha256_file, write_atomic
+from ..fsutil import remove_tree, sha256_file, write_atomic
 from .apply import BASE_TAG, STATE_FILE, read_state, wanted_state
 from .manifest import dump, validate
 

@@ -17,7 +17,7 @@ import tarfile
 import zlib
 
 from ..errors import UvPatchError, EXIT_FETCH
-from .fsutil import file_kind
+from ..fsutil import file_kind
 
 NOT_A_SOURCE = ("libuv's trees hold only regular files and folders (no "
                 "links, devices, FIFOs or .git), so this is not a source of "

@@ -20,7 +20,8 @@ from ..errors import UvPatchError, EXIT_FETCH, EXIT_USAGE
 from .extract import (MAX_TOTAL, NOT_A_SOURCE, NotARegularFile, copy_tree,
                       extract_tarball, open_regular, source_kind,
                       tree_problem, write_failed)
-from .fsutil import Lock, remove_tree, sha256_file, write_atomic
+from ..fsutil import Lock, remove_tree, sha256_file, write_atomic
+from .gitref import env_source
 from .gittree import tree_id
 
 NETWORK_TIMEOUT = 60
@@ -124,7 +125,7 @@ class Fetcher:
         # UVPATCH_SOURCE serves every base it holds (a bundle of upstream
         # holds them all); for one it lacks, the next source is tried. A
         # source that holds the commit with another tree is still refused.
-        mirror = os.environ.get("UVPATCH_SOURCE")
+        mirror = env_source()
         extra = [("--source %s" % src, src) for src in also]
         if mirror:
             extra.append(("UVPATCH_SOURCE %s" % mirror, mirror))

@@ -12,7 +12,7 @@ import tempfile
 from .. import proc
 from ..errors import UvPatchError, EXIT_FETCH
 from .extract import NotARegularFile, source_kind
-from .fsutil import remove_tree
+from ..fsutil import remove_tree
 
 _HEX = re.compile(r"^[0-9a-f]{4,40}$")
 
@@ -23,6 +23,12 @@ class Resolved:
     def __init__(self, commit, label):
         self.commit = commit
         self.label = label
+
+
+def env_source():
+    """UVPATCH_SOURCE, read here only: a git mirror or bundle, a tarball or
+    a directory that serves every base it holds; None when unset."""
+    return os.environ.get("UVPATCH_SOURCE") or None
 
 
 def default_source(manifest):

@@ -25,7 +25,7 @@ import time
 
 from .. import proc
 from ..errors import UvPatchError
-from ..source.fsutil import remove_tree
+from ..fsutil import remove_tree
 from ..build import cmake
 from ..build.cmake import Variant, build_tree, host_target
 from ..verify.libuvsuite import _libuv_tests, libuv_run

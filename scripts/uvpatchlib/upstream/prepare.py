@@ -20,7 +20,7 @@ from .. import proc
 from ..errors import (UvPatchError, EXIT_APPLY, EXIT_MANIFEST, EXIT_STATE,
                       EXIT_USAGE)
 from ..source import gitref
-from ..source.fsutil import remove_tree, write_atomic
+from ..fsutil import remove_tree, write_atomic
 from ..series.apply import BASE_TAG, apply_series
 from ..series.message import clean_message, tool_names, upstream_problems
 from ..series.patchfile import Patch

@@ -10,7 +10,7 @@ import os
 import re
 
 from .. import proc
-from ..source.fsutil import remove_tree
+from ..fsutil import remove_tree
 from ..series.apply import apply_series, read_state
 from ..build.cmake import Variant, build_tree, check_target, host_target
 from .libuvsuite import libuv_run

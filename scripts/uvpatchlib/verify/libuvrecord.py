@@ -14,7 +14,7 @@ import json
 import os
 
 from ..build.cmake import Variant
-from ..source.fsutil import sha256_file, write_atomic
+from ..fsutil import sha256_file, write_atomic
 
 SCHEMA = 1
 

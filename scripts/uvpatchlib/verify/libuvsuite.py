@@ -10,7 +10,7 @@ import re
 from .. import proc
 from . import libuvrecord
 from ..errors import UvPatchError, EXIT_FAILURE
-from ..source.fsutil import remove_tree
+from ..fsutil import remove_tree
 from .runner import _one_line, _status_name
 
 LIBUV_TEST_TIMEOUT = 120

@@ -34,7 +34,7 @@ import urllib.request
 from .. import proc
 from ..errors import UvPatchError, EXIT_FETCH
 from ..source.fetch import cache_root
-from ..source.fsutil import Lock, remove_tree, sha256_file, write_atomic
+from ..fsutil import Lock, remove_tree, sha256_file, write_atomic
 
 SPEC = os.path.join("tests", "consumer", "node18.json")
 # Node's own runner gives a test 120 s on a fast machine; these take a

@@ -12,7 +12,7 @@ import time
 
 from .. import proc
 from ..errors import UvPatchError, EXIT_FAILURE
-from ..source.fsutil import write_atomic
+from ..fsutil import write_atomic
 from ..build.cmake import host_target
 from .runner import (CASE_TIMEOUT, TIMING_REPORT, _first_result, _one_line,
                      _status_name)

@@ -13,7 +13,7 @@ import tempfile
 
 from .. import proc
 from ..errors import UvPatchError, EXIT_FAILURE, EXIT_FETCH
-from ..source.fsutil import Lock
+from ..fsutil import Lock
 from ..series.check import check
 from ..build.cmake import build_variant, host_target, mingw_cannot_build
 from .libuvsuite import Later, run_libuv

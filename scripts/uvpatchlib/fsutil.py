@@ -9,8 +9,8 @@ import stat
 import sys
 import tempfile
 
-from ..errors import UvPatchError, EXIT_STATE
-from ..proc import note
+from .errors import UvPatchError, EXIT_STATE
+from .proc import note
 
 
 def write_atomic(path, data):
