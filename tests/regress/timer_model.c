@@ -92,6 +92,10 @@
  *                      uv_run(UV_RUN_ONCE) with a 5 ms timer still runs
  *                      it, and not early (the completion alone is taken
  *                      as a timeout that may be early, and checked).
+ *   stale_infinite     a stale timer completion (the loop's key) reaches a
+ *                      wait with no timeout, with and without
+ *                      UV_METRICS_IDLE_TIME: uv_run(UV_RUN_ONCE) must
+ *                      still wait for the uv_async_send() 50 ms later.
  *   zero_timeout_drain an armed wait ended at once, a poll with timeout
  *                      0, then an embedder that waits past the deadline
  *                      and drains loop->iocp (in a prepare callback):
@@ -144,6 +148,7 @@
 #define MAX_PACKETS 16
 #define MAX_POSTED 64
 #define MAX_KEYS 64
+#define STALE_ROUNDS 10
 
 #ifndef ARRAY_SIZE
 # define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -264,6 +269,8 @@ static int pending_every;     /* Answer STATUS_PENDING every Nth cancel. */
 static int pending_round;     /* Last cancel answered STATUS_PENDING. */
 static int fail_cancels;      /* Cancels still to fail (cancel_fails). */
 static uint64_t early_ns;     /* Timers expire this early (ns). */
+static ULONG_PTR stale_key;   /* stale_infinite: post a completion with this
+                               * key to the next blocking wait. */
 static int associated;        /* SetWaitableTimer() was called since the
                                * last GetQueuedCompletionStatusEx() call. */
 static uv_loop_t* watched;    /* The loop a check handle watches. */
@@ -412,6 +419,10 @@ static BOOL WINAPI model_gqcs(HANDLE port, LPOVERLAPPED_ENTRY entries,
       counts.drained_blocked++;
   }
   associated = 0;
+  if (stale_key != 0 && timeout != 0) {
+    PostQueuedCompletionStatus(port, 0, stale_key, NULL);
+    stale_key = 0;
+  }
 
   /* A finite timeout ends on the first point of the grid at or after it
    * (or, without the tick model, after it).
@@ -427,8 +438,13 @@ static BOOL WINAPI model_gqcs(HANDLE port, LPOVERLAPPED_ENTRY entries,
     if (timeout == 0 || timeout == INFINITE) {
       ms = timeout;
     } else {
+      /* In DWORD milliseconds, short of INFINITE. */
       now = qpc_ns();
-      ms = now >= end ? 0 : (DWORD) ((end - now + 999999) / 1000000);
+      ms = 0;
+      if (now < end)
+        ms = (DWORD) ((end - now + 999999) / 1000000);
+      if (now < end && (end - now + 999999) / 1000000 >= INFINITE)
+        ms = INFINITE - 1;
     }
     r = real_gqcs(port, entries, n, count, ms, alertable);
     if (r) {
@@ -1825,6 +1841,65 @@ static int early_completion(void) {
 }
 
 
+/* stale_infinite: a completion with the loop's key, as one the cancel
+ * could not withdraw, reaches a wait with no timeout. uv__poll() must wait
+ * again, not return with nothing done; with UV_METRICS_IDLE_TIME that wait
+ * is the poll's second.
+ */
+static int stale_seen;
+
+
+static void stale_seen_cb(uv_async_t* handle) {
+  (void) handle;
+  stale_seen++;
+}
+
+
+static void stale_sender(void* arg) {
+  Sleep(50);
+  uv_async_send(arg);
+}
+
+
+static int stale_infinite(void) {
+  uv_async_t async;
+  uv_thread_t tid;
+  uv_loop_t loop;
+  int metrics;
+  int missed;
+  int i;
+
+  NEEDS_STAND_INS();
+  SETUP();
+  missed = 0;
+  for (i = 0; i < 2 * STALE_ROUNDS; i++) {
+    metrics = i % 2;
+    CHECK_UV(uv_loop_init(&loop));
+    if (metrics)
+      CHECK_UV(uv_loop_configure(&loop, UV_METRICS_IDLE_TIME));
+    CHECK_UV(uv_async_init(&loop, &async, stale_seen_cb));
+    stale_seen = 0;
+    stale_key = (ULONG_PTR) loop.internal_fields;
+    CHECK_UV(uv_thread_create(&tid, stale_sender, &async));
+    uv_run(&loop, UV_RUN_ONCE);
+    missed += stale_seen == 0;
+    CHECK_UV(uv_thread_join(&tid));
+    stale_key = 0;
+    uv_close((uv_handle_t*) &async, NULL);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    CHECK_UV(uv_loop_close(&loop));
+  }
+  fprintf(stderr,
+          "timer_model/stale_infinite (%s): %d of %d UV_RUN_ONCE runs "
+          "without the timer returned before the uv_async_send()\n",
+          MODEL_NOTE, missed, 2 * STALE_ROUNDS);
+  if (missed != 0)
+    FAIL("%s: %d of %d UV_RUN_ONCE runs returned with nothing done after "
+         "a stale timer completion", MODEL_NOTE, missed, 2 * STALE_ROUNDS);
+  return CASE_OK;
+}
+
+
 /* zero_timeout_drain: an armed wait for a 10 ms timer is ended at once by
  * uv_async_send(), a uv_run(UV_RUN_NOWAIT) polls with timeout 0, and then,
  * in a prepare callback (after the loop time was read, before the poll),
@@ -2073,6 +2148,7 @@ static int windows_only(void) {
 # define cancel_fails windows_only
 # define zero_timeout_drain windows_only
 # define early_completion windows_only
+# define stale_infinite windows_only
 # define wakeup_burst windows_only
 
 #endif  /* _WIN32 */
@@ -2091,6 +2167,7 @@ static const test_case cases[] = {
   { "cancel_fails", cancel_fails },
   { "zero_timeout_drain", zero_timeout_drain },
   { "early_completion", early_completion },
+  { "stale_infinite", stale_infinite, CASE_THREADS },
   { "wakeup_burst", wakeup_burst, CASE_THREADS },
   { "real_windows", real_windows, CASE_THREADS },
   { NULL, NULL }
