@@ -92,6 +92,11 @@
  *                      uv_run(UV_RUN_ONCE) with a 5 ms timer still runs
  *                      it, and not early (the completion alone is taken
  *                      as a timeout that may be early, and checked).
+ *   early_repeats      the timer expires 2 ms early, every time: 25
+ *                      one-shot 10 ms timers run, none early, and no
+ *                      wait asks for more than 10 ms (the re-check's
+ *                      slack, for early returns of a wait, must not
+ *                      grow with each early completion).
  *   stale_infinite     a stale timer completion (the loop's key) reaches a
  *                      wait with no timeout, with and without
  *                      UV_METRICS_IDLE_TIME: uv_run(UV_RUN_ONCE) must
@@ -252,6 +257,7 @@ struct counts {
   long cancel_failed;     /* Cancels made to fail (cancel_fails). */
   long drained_blocked;   /* zero_timeout_drain: the first wait after the
                            * drain, past the deadline, blocked. */
+  DWORD max_wait;         /* The longest finite timeout asked for. */
 };
 
 static CRITICAL_SECTION model_lock;
@@ -403,6 +409,8 @@ static BOOL WINAPI model_gqcs(HANDLE port, LPOVERLAPPED_ENTRY entries,
     counts.blocking++;
   if (timeout != 0 && timeout != INFINITE)
     counts.ms_waits++;
+  if (timeout != INFINITE && timeout > counts.max_wait)
+    counts.max_wait = timeout;
   /* The next blocking wait after STATUS_PENDING: in milliseconds. */
   if (pending_round && timeout != 0) {
     pending_round = 0;
@@ -1841,6 +1849,57 @@ static int early_completion(void) {
 }
 
 
+/* early_repeats: see the list of cases above. */
+static uint64_t repeats_ran_at;
+
+
+static void repeats_cb(uv_timer_t* handle) {
+  (void) handle;
+  repeats_ran_at = uv_hrtime();
+}
+
+
+static int early_repeats(void) {
+  uint64_t late[SAMPLES / 2];
+  uv_timer_t timer;
+  uv_loop_t loop;
+  uint64_t due;
+  int early;
+  int i;
+
+  NEEDS_STAND_INS();
+  SETUP();
+  CHECK_UV(uv_loop_init(&loop));
+  CHECK_UV(uv_timer_init(&loop, &timer));
+  early_ns = 2000000;
+  early = 0;
+  for (i = 0; i < SAMPLES / 2; i++) {
+    uv_update_time(&loop);
+    due = (uv_now(&loop) + 10) * 1000000;
+    repeats_ran_at = 0;
+    CHECK_UV(uv_timer_start(&timer, repeats_cb, 10, 0));
+    uv_run(&loop, UV_RUN_DEFAULT);
+    early += repeats_ran_at < due;
+    late[i] = repeats_ran_at > due ? repeats_ran_at - due : 0;
+  }
+  early_ns = 0;
+  sort_u64(late, SAMPLES / 2);
+  fprintf(stderr,
+          "timer_model/early_repeats (%s): %d 10 ms timers, %d early, "
+          "lateness median=%.3f max=%.3f ms, longest wait %lu ms, "
+          "timer sets=%ld\n", MODEL_NOTE, SAMPLES / 2, early,
+          ms(late[SAMPLES / 4]), ms(late[SAMPLES / 2 - 1]),
+          (unsigned long) counts.max_wait, counts.set_timer);
+  uv_close((uv_handle_t*) &timer, NULL);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  CHECK_UV(uv_loop_close(&loop));
+  if (early != 0)
+    FAIL("%s: %d timers ran early", MODEL_NOTE, early);
+  CHECK_LE(counts.max_wait, 10);
+  return CASE_OK;
+}
+
+
 /* stale_infinite: a completion with the loop's key, as one the cancel
  * could not withdraw, reaches a wait with no timeout. uv__poll() must wait
  * again, not return with nothing done; with UV_METRICS_IDLE_TIME that wait
@@ -2149,6 +2208,7 @@ static int windows_only(void) {
 # define zero_timeout_drain windows_only
 # define early_completion windows_only
 # define stale_infinite windows_only
+# define early_repeats windows_only
 # define wakeup_burst windows_only
 
 #endif  /* _WIN32 */
@@ -2168,6 +2228,7 @@ static const test_case cases[] = {
   { "zero_timeout_drain", zero_timeout_drain },
   { "early_completion", early_completion },
   { "stale_infinite", stale_infinite, CASE_THREADS },
+  { "early_repeats", early_repeats },
   { "wakeup_burst", wakeup_burst, CASE_THREADS },
   { "real_windows", real_windows, CASE_THREADS },
   { NULL, NULL }
