@@ -232,3 +232,17 @@ class ForeignTest(World):
             self.assertEqual(f.read(), "old\n")
         self.assertEqual(sorted(os.listdir(self.tmp)).count("d.new"), 0)
         self.assertFalse(os.path.exists(places.journal))
+
+    def test_kill_while_writing_the_journal_leaves_nothing(self):
+        # Killed before the journal's rename: nothing was moved yet.
+        dest = os.path.join(self.tmp, "d")
+        places = swap.Places(dest, dest + ".new", dest + ".old",
+                             dest + ".kept")
+        write(os.path.join(dest, "ours.c"), "old\n")
+        write(os.path.join(places.new, "ours.c"), "new\n")
+        write(places.journal + ".new", '[".g')
+        swap.recover(places)
+        with open(os.path.join(dest, "ours.c")) as f:
+            self.assertEqual(f.read(), "old\n")
+        self.assertEqual([x for x in os.listdir(self.tmp)
+                          if x.startswith("d")], ["d"])

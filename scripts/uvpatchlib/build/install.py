@@ -158,8 +158,8 @@ def recover(real):
     """Finishes or undoes a swap a kill interrupted, and removes what a
     killed or failed install left beside the prefix. Under the lock."""
     places = _places(real)
-    left = [p for p in (places.old, places.new, places.journal)
-            if os.path.lexists(p)]
+    left = [p for p in (places.old, places.new, places.journal,
+                        places.journal + ".new") if os.path.lexists(p)]
     if not os.path.lexists(real) and os.path.isdir(places.old):
         proc.note("%s: put back the earlier install an interrupted run "
                   "had moved aside" % real)

@@ -18,7 +18,7 @@ import os
 import stat
 
 from ..errors import UvPatchError, EXIT_STATE
-from ..fsutil import exchange, remove_tree, write_atomic
+from ..fsutil import exchange, remove_tree
 
 
 class Places:
@@ -108,7 +108,7 @@ def swap_in(places, ours):
             % (dest, ", ".join(clash[:5])),
             hint="move those entries elsewhere, then run the command "
                  "again", status=EXIT_STATE)
-    write_atomic(places.journal, json.dumps(kept) + "\n")
+    _write_journal(places.journal, kept)
     try:
         for rel in kept:
             target = os.path.join(new, *rel.split("/"))
@@ -125,6 +125,16 @@ def swap_in(places, ours):
         recover(places)
         raise
     os.unlink(places.journal)
+
+
+def _write_journal(path, kept):
+    """Writes the journal through a temporary file of a fixed name, which
+    ``recover`` knows to remove if a kill leaves it."""
+    with open(path + ".new", "w", encoding="utf-8") as f:
+        f.write(json.dumps(kept) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(path + ".new", path)
 
 
 def recover(places):
@@ -147,6 +157,6 @@ def recover(places):
             if os.path.lexists(here) and not os.path.lexists(back):
                 os.makedirs(os.path.dirname(back), exist_ok=True)
                 os.rename(here, back)
-    for left in (new, old, places.journal):
+    for left in (new, old, places.journal, places.journal + ".new"):
         if os.path.lexists(left):
             remove_tree(left)
