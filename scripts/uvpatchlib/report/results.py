@@ -100,8 +100,10 @@ _MODEL = (
     (re.compile(r"\bmedian=([\d.]+)"), "median %s ms"),
     (re.compile(r"per armed poll[= ]([\d.]+)"), "%s calls per armed poll"),
     (re.compile(r"spurious wake-ups=(\d+)"), "%s spurious wake-ups"),
-    (re.compile(r"(\d+ of \d+) UV_RUN_ONCE runs without the timer"),
+    (re.compile(r"(\d+ of \d+) UV_RUN_ONCE runs without the timer,"),
      "%s UV_RUN_ONCE runs without the timer"),
+    (re.compile(r"(\d+ of \d+) UV_RUN_ONCE runs without the timer "
+                r"returned"), "%s UV_RUN_ONCE runs returned with nothing done"),
 )
 
 
