@@ -1850,15 +1850,6 @@ static int early_completion(void) {
 
 
 /* early_repeats: see the list of cases above. */
-static uint64_t repeats_ran_at;
-
-
-static void repeats_cb(uv_timer_t* handle) {
-  (void) handle;
-  repeats_ran_at = uv_hrtime();
-}
-
-
 static int early_repeats(void) {
   uint64_t late[SAMPLES / 2];
   uv_timer_t timer;
@@ -1876,11 +1867,11 @@ static int early_repeats(void) {
   for (i = 0; i < SAMPLES / 2; i++) {
     uv_update_time(&loop);
     due = (uv_now(&loop) + 10) * 1000000;
-    repeats_ran_at = 0;
-    CHECK_UV(uv_timer_start(&timer, repeats_cb, 10, 0));
+    early_ran_at = 0;
+    CHECK_UV(uv_timer_start(&timer, early_cb, 10, 0));
     uv_run(&loop, UV_RUN_DEFAULT);
-    early += repeats_ran_at < due;
-    late[i] = repeats_ran_at > due ? repeats_ran_at - due : 0;
+    early += early_ran_at < due;
+    late[i] = early_ran_at > due ? early_ran_at - due : 0;
   }
   early_ns = 0;
   sort_u64(late, SAMPLES / 2);
