@@ -13,11 +13,16 @@ from .errors import UvPatchError, EXIT_STATE
 from .proc import note
 
 
-def write_atomic(path, data):
-    """Writes ``data`` (str or bytes) to ``path`` through a rename."""
+def write_atomic(path, data, tmp=None):
+    """Writes ``data`` (str or bytes) to ``path`` through a rename, from a
+    temporary file beside it: ``tmp`` when given (a fixed name that a
+    recovery knows to remove after a kill), else a random one."""
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
+    if tmp is None:
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
+    else:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data.encode("utf-8") if isinstance(data, str) else data)

@@ -18,7 +18,7 @@ import os
 import stat
 
 from ..errors import UvPatchError, EXIT_STATE
-from ..fsutil import exchange, remove_tree
+from ..fsutil import exchange, remove_tree, write_atomic
 
 
 class Places:
@@ -108,7 +108,9 @@ def swap_in(places, ours):
             % (dest, ", ".join(clash[:5])),
             hint="move those entries elsewhere, then run the command "
                  "again", status=EXIT_STATE)
-    _write_journal(places.journal, kept)
+    # A fixed temporary name, which recover() removes after a kill.
+    write_atomic(places.journal, json.dumps(kept) + "\n",
+                 tmp=places.journal + ".new")
     try:
         for rel in kept:
             target = os.path.join(new, *rel.split("/"))
@@ -125,16 +127,6 @@ def swap_in(places, ours):
         recover(places)
         raise
     os.unlink(places.journal)
-
-
-def _write_journal(path, kept):
-    """Writes the journal through a temporary file of a fixed name, which
-    ``recover`` knows to remove if a kill leaves it."""
-    with open(path + ".new", "w", encoding="utf-8") as f:
-        f.write(json.dumps(kept) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(path + ".new", path)
 
 
 def recover(places):
