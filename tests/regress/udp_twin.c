@@ -7,7 +7,12 @@
  * MSG_ERRQUEUE) with ENOMEM. The patched libuv reads 16 reports first, so
  * that read comes where it expects the twin of the next report; upstream
  * makes it first. Every tree must hand ENOMEM to recv_cb once, and the 10
- * datagrams. In a private network namespace, on loopback only. Linux only.
+ * datagrams. later_twin_*: no report is queued; at the second datagram a
+ * raw socket sends two ICMP errors about the handle's datagrams, host then
+ * port unreachable, so the next plain read returns ECONNREFUSED, the twin
+ * of the second report. recv_cb must get both reports, no read error and
+ * the 10 datagrams. In a private network namespace, on loopback only.
+ * Linux only.
  */
 
 #if defined(__linux__) && !defined(_GNU_SOURCE)
@@ -20,13 +25,16 @@
 #include "netns.h"
 
 #define TWIN(X)                                                               \
-  X(foreign_error_msg, twin_case(0))                                          \
-  X(foreign_error_mmsg, twin_case(1))
+  X(foreign_error_msg, twin_case(0, 0))                                       \
+  X(foreign_error_mmsg, twin_case(1, 0))                                      \
+  X(later_twin_msg, twin_case(0, 1))                                          \
+  X(later_twin_mmsg, twin_case(1, 1))
 
 #ifdef __linux__
 
 #include <errno.h>
 #include <netinet/in.h>
+#include <stdint.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -43,9 +51,10 @@
 
 static int watch_fd = -1;
 static int injected;
+static int later;  /* A later_twin case: ICMP errors, no ENOMEM. */
 
 static int inject(int fd, int flags) {
-  if (fd != watch_fd || (flags & MSG_ERRQUEUE) || injected)
+  if (fd != watch_fd || (flags & MSG_ERRQUEUE) || injected || later)
     return 0;
   injected = 1;
   errno = ENOMEM;
@@ -69,6 +78,57 @@ static long reports;
 static long datagrams;
 static long enomem;
 static long others;
+static long unsent;  /* ICMP errors the raw socket did not send. */
+static struct sockaddr_in me4;  /* The handle's address. */
+
+static uint16_t checksum(const unsigned char* p, size_t n) {
+  uint32_t sum;
+  uint16_t word;
+  size_t i;
+
+  sum = 0;
+  for (i = 0; i + 1 < n; i += 2) {
+    memcpy(&word, p + i, 2);
+    sum += word;
+  }
+  while (sum >> 16)
+    sum = (sum & 0xffff) + (sum >> 16);
+  return (uint16_t) ~sum;
+}
+
+/* An ICMP destination unreachable with code about a datagram from me4 to
+ * 127.0.0.1:9: the kernel queues a report and sets the socket error.
+ */
+static void send_unreachable(int code) {
+  unsigned char pkt[8 + 20 + 8 + 4];
+  struct sockaddr_in to;
+  uint16_t word;
+  int raw;
+
+  memset(pkt, 0, sizeof(pkt));
+  pkt[0] = 3;
+  pkt[1] = (unsigned char) code;
+  pkt[8] = 0x45;  /* The datagram's IPv4 header, then its UDP header. */
+  pkt[11] = 32;
+  pkt[16] = 64;
+  pkt[17] = IPPROTO_UDP;
+  memcpy(pkt + 20, &me4.sin_addr, 4);
+  memcpy(pkt + 24, &me4.sin_addr, 4);
+  word = checksum(pkt + 8, 20);
+  memcpy(pkt + 18, &word, 2);
+  memcpy(pkt + 28, &me4.sin_port, 2);
+  pkt[31] = 9;
+  pkt[33] = 12;
+  word = checksum(pkt, sizeof(pkt));
+  memcpy(pkt + 2, &word, 2);
+  to = me4;
+  raw = socket(AF_INET, SOCK_RAW, IPPROTO_ICMP);
+  if (raw < 0 || sendto(raw, pkt, sizeof(pkt), 0, (struct sockaddr*) &to,
+                        sizeof(to)) != (ssize_t) sizeof(pkt))
+    unsent++;
+  if (raw >= 0)
+    close(raw);
+}
 
 static void on_alloc(uv_handle_t* handle, size_t size, uv_buf_t* buf) {
   if (uv_udp_using_recvmmsg((uv_udp_t*) handle))
@@ -84,16 +144,17 @@ static void on_recv(uv_udp_t* handle, ssize_t nread, const uv_buf_t* buf,
     reports++;
   else if (nread == UV_ENOMEM)
     enomem++;
-  else if (nread > 0)
-    datagrams++;
-  else if (nread < 0)
+  else if (nread > 0 && ++datagrams == 2 && later) {
+    send_unreachable(1);  /* EHOSTUNREACH */
+    send_unreachable(3);  /* ECONNREFUSED */
+  } else if (nread < 0)
     others++;
   if (!(flags & UV_UDP_MMSG_CHUNK))
     free(buf->base);
   (void) addr;
 }
 
-static int twin_case(int mmsg) {
+static int twin_case(int mmsg, int later_twin) {
   struct sockaddr_storage dst;
   struct sockaddr_storage me;
   uv_loop_t loop;
@@ -110,6 +171,11 @@ static int twin_case(int mmsg) {
   if ((r = private_netns()) != 0)
     SKIP("no private network namespace (root or user namespaces): %s",
          strerror(r));
+  later = later_twin;
+  if (later && (r = socket(AF_INET, SOCK_RAW, IPPROTO_ICMP)) < 0)
+    SKIP("no raw ICMP socket: %s", strerror(errno));
+  if (later)
+    close(r);
   CHECK_UV(uv_loop_init(&loop));
   CHECK_UV(uv_udp_init_ex(&loop, &udp,
                           AF_INET | (mmsg ? UV_UDP_RECVMMSG : 0)));
@@ -122,13 +188,14 @@ static int twin_case(int mmsg) {
   size = 1 << 20;
   CHECK_UV(uv_recv_buffer_size((uv_handle_t*) &udp, &size));
   CHECK_EQ(closed_port(AF_INET, &dst), 0);
-  for (i = 0; i < REPORTS; i++)
+  for (i = 0; i < REPORTS && !later; i++)
     CHECK_EQ(send_for_report(fd, &dst), 0);
   /* The last send's error may still be the socket error: a plain read
    * returns it, and that is the twin the patched libuv drops.
    */
   len = sizeof(me);
   CHECK_EQ(getsockname(fd, (struct sockaddr*) &me, &len), 0);
+  memcpy(&me4, &me, sizeof(me4));
   CHECK_GE((peer = socket(AF_INET, SOCK_DGRAM, 0)), 0);
   for (i = 0; i < DATAGRAMS; i++)
     CHECK(sendto(peer, "data", 4, 0, (const struct sockaddr*) &me,
@@ -151,6 +218,13 @@ static int twin_case(int mmsg) {
   fprintf(stderr, "{\"twin\": \"%s\", \"reports\": %ld, \"datagrams\": %ld, "
           "\"enomem\": %ld, \"other_errors\": %ld, \"runs\": %d}\n",
           mmsg ? "mmsg" : "msg", reports, datagrams, enomem, others, runs);
+  if (later) {
+    CHECK_EQ(unsent, 0);
+    if (reports != 2 || others != 0)
+      FAIL("%ld reports and %ld read errors, not 2 and 0", reports, others);
+    CHECK_EQ(datagrams, DATAGRAMS);
+    return CASE_OK;
+  }
   CHECK(injected);
   if (enomem != 1)
     FAIL("recv_cb got the injected ENOMEM %ld times, not once", enomem);

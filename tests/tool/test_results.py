@@ -12,7 +12,7 @@ MATRIX = ("{0}: iterations={1} (idle 2) reports=1 (bad nread 0) "
           "max/iter={3} per_iter=[11] icmp=1 left=0/0 errqueue_reads=2")
 PATHS = {"paths": "backlog_recverr_flag", "icmp_errors": 20, "reports": 20,
          "plain_errors": 0, "errqueue_reads": 21, "allocs": 40,
-         "latency_median_us": 1234.5, "lost": 0}
+         "latency_median_us": 1234.5, "lost": 0, "socket_calls": 96}
 
 CASES = {
     "udp_matrix/bound_flag_v4_msg": {
@@ -122,9 +122,10 @@ class ResultsTest(World):
                             for line in self.lines))
 
     def test_paths_cell(self):
-        self.assertEqual(self.row("backlog_recverr_flag")[:2],
-                         ["not ok 20/7/21/40, 9.00 ms, lost 0",
-                          "ok 20/0/21/40, 1.23 ms, lost 0"])
+        self.assertEqual(
+            self.row("backlog_recverr_flag")[:2],
+            ["not ok 20/7/21/40, 9.00 ms, lost 0, 96 socket calls",
+             "ok 20/0/21/40, 1.23 ms, lost 0, 96 socket calls"])
 
     def test_errqueue_cell_without_notes(self):
         self.assertEqual(self.row("one_report_ipv4")[:2],

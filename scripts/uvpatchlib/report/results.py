@@ -92,6 +92,8 @@ def paths_figures(notes):
         text += ", %.2f ms" % (fig["latency_median_us"] / 1000.0)
     if "lost" in fig:
         text += ", lost %s" % _num(fig["lost"])
+    if "socket_calls" in fig:
+        text += ", %s socket calls" % _num(fig["socket_calls"])
     return text
 
 
@@ -128,7 +130,8 @@ PROGRAMS = {
     "udp_paths": (
         "The receive paths",
         "reports / plain errors / error-queue reads / alloc_cb calls, then "
-        "the median probe latency and the datagrams lost where the case "
+        "the median probe latency, the datagrams lost and the calls on the "
+        "socket (reads, poll(), getsockopt(SO_ERROR)) where the case "
         "measures them", paths_figures),
     "udp_errqueue": (
         "The error-queue reports",
