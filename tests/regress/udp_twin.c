@@ -11,8 +11,11 @@
  * raw socket sends two ICMP errors about the handle's datagrams, host then
  * port unreachable, so the next plain read returns ECONNREFUSED, the twin
  * of the second report. recv_cb must get both reports, no read error and
- * the 10 datagrams. In a private network namespace, on loopback only.
- * Linux only.
+ * the 10 datagrams. behind_share_*: 40 reports queued, more than the 16
+ * the patched libuv takes before the datagrams, and one host unreachable
+ * at the second datagram: its read error may pass once (upstream passes
+ * more: it also passes each read error that twins a queued report). In a
+ * private network namespace, on loopback only. Linux only.
  */
 
 #if defined(__linux__) && !defined(_GNU_SOURCE)
@@ -28,7 +31,9 @@
   X(foreign_error_msg, twin_case(0, 0))                                       \
   X(foreign_error_mmsg, twin_case(1, 0))                                      \
   X(later_twin_msg, twin_case(0, 1))                                          \
-  X(later_twin_mmsg, twin_case(1, 1))
+  X(later_twin_mmsg, twin_case(1, 1))                                         \
+  X(behind_share_msg, twin_case(0, 2))                                        \
+  X(behind_share_mmsg, twin_case(1, 2))
 
 #ifdef __linux__
 
@@ -51,7 +56,7 @@
 
 static int watch_fd = -1;
 static int injected;
-static int later;  /* A later_twin case: ICMP errors, no ENOMEM. */
+static int later;  /* 1 in later_twin, 2 in behind_share, else 0. */
 
 static int inject(int fd, int flags) {
   if (fd != watch_fd || (flags & MSG_ERRQUEUE) || injected || later)
@@ -146,7 +151,8 @@ static void on_recv(uv_udp_t* handle, ssize_t nread, const uv_buf_t* buf,
     enomem++;
   else if (nread > 0 && ++datagrams == 2 && later) {
     send_unreachable(1);  /* EHOSTUNREACH */
-    send_unreachable(3);  /* ECONNREFUSED */
+    if (later == 1)
+      send_unreachable(3);  /* ECONNREFUSED */
   } else if (nread < 0)
     others++;
   if (!(flags & UV_UDP_MMSG_CHUNK))
@@ -188,7 +194,7 @@ static int twin_case(int mmsg, int later_twin) {
   size = 1 << 20;
   CHECK_UV(uv_recv_buffer_size((uv_handle_t*) &udp, &size));
   CHECK_EQ(closed_port(AF_INET, &dst), 0);
-  for (i = 0; i < REPORTS && !later; i++)
+  for (i = 0; i < REPORTS && later != 1; i++)
     CHECK_EQ(send_for_report(fd, &dst), 0);
   /* The last send's error may still be the socket error: a plain read
    * returns it, and that is the twin the patched libuv drops.
@@ -220,9 +226,10 @@ static int twin_case(int mmsg, int later_twin) {
           mmsg ? "mmsg" : "msg", reports, datagrams, enomem, others, runs);
   if (later) {
     CHECK_EQ(unsent, 0);
-    if (reports != 2 || others != 0)
-      FAIL("%ld reports and %ld read errors, not 2 and 0", reports, others);
     CHECK_EQ(datagrams, DATAGRAMS);
+    CHECK_EQ(reports, later == 1 ? 2 : REPORTS + 1);
+    if (others > later - 1)
+      FAIL("%ld read errors, not at most %d", others, later - 1);
     return CASE_OK;
   }
   CHECK(injected);
