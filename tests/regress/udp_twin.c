@@ -13,7 +13,8 @@
  * of the second report. recv_cb must get both reports, no read error and
  * the 10 datagrams. behind_reports_*: as later_twin_*, with 40 reports
  * queued before the datagrams and one host unreachable: recv_cb must get
- * the 41 reports, no read error and the 10 datagrams (upstream passes the
+ * the 41 reports and the 10 datagrams, and the read error at most once,
+ * as its report may wait beyond the event's budget (upstream passes the
  * twins of the queued reports too). In a private network namespace, on
  * loopback only. Linux only.
  */
@@ -228,8 +229,9 @@ static int twin_case(int mmsg, int later_twin) {
     CHECK_EQ(unsent, 0);
     CHECK_EQ(datagrams, DATAGRAMS);
     CHECK_EQ(reports, later == 1 ? 2 : REPORTS + 1);
-    if (others != 0)
-      FAIL("%ld read errors beside the reports, not 0", others);
+    if (others > later - 1)
+      FAIL("%ld read errors beside the reports, not at most %d", others,
+           later - 1);
     return CASE_OK;
   }
   CHECK(injected);
