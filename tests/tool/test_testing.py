@@ -172,6 +172,8 @@ class LibuvRerunTest(unittest.TestCase):
         def fake_run(runner, variant, test):
             calls[variant.name] += 1
             if variant.name == "base":
+                if isinstance(base_result, list):
+                    return base_result[calls["base"] - 1], "base why"
                 return base_result, "base why"
             return patched_runs[calls["patched"] - 1], "exit status 255"
 
@@ -191,7 +193,17 @@ class LibuvRerunTest(unittest.TestCase):
         tally, out, calls = self.judge(["FAIL"] * 6, "PASS")
         self.assertEqual(tally.failed, 1)
         self.assertEqual(calls["patched"], 1 + libuvsuite.LIBUV_RERUNS)
-        self.assertIn("failed all 6 runs; passes on the base", out)
+        self.assertEqual(calls["base"], 1 + libuvsuite.LIBUV_RERUNS)
+        self.assertIn("failed all 6 runs; passes on the base, 6 runs", out)
+
+    def test_base_fails_a_later_run_too(self):
+        tally, out, calls = self.judge(["FAIL"] * 6,
+                                       ["PASS", "PASS", "FAIL"])
+        self.assertEqual((tally.failed, tally.skipped), (0, 1))
+        self.assertEqual(calls["base"], 3)
+        self.assertIn("fails on the unpatched base too, at its run 3 of "
+                      "up to 6: base why (patched: failed all 6 runs, "
+                      "exit status 255)", out)
 
     def test_passes_on_a_later_rerun_is_flaky(self):
         tally, out, calls = self.judge(["FAIL", "FAIL", "PASS"], "PASS")
