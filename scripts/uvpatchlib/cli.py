@@ -5,7 +5,7 @@ import errno
 import os
 import sys
 
-from . import VERSION, proc
+from . import VERSION, console
 from .errors import UvPatchError, EXIT_USAGE
 from .fsutil import Lock
 from .series.manifest import load
@@ -20,7 +20,7 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
 
 def cmd_fetch(args, manifest):
     from .source.fetch import Fetcher
-    proc.step("fetch")  # apply_series says it itself
+    console.step("fetch")  # apply_series says it itself
     entry = Fetcher(manifest).fetch(args.source)
     print(entry.tree_dir)
 
@@ -88,19 +88,19 @@ def _add_bases_options(p):
 
 def cmd_refresh(args, manifest):
     from .series.refresh import refresh
-    proc.step("refresh")
+    console.step("refresh")
     with Lock(args.out, "refresh"):
         refresh(manifest, args.out)
 
 
 def cmd_check(args, manifest):
     from .series.check import check
-    proc.step("check")
+    console.step("check")
     with Lock(args.out, "check"):
         failed = check(manifest, args.out, _print_result)
         if args.bisect and not failed:
             from .verify.bisect import bisect
-            proc.step("check --bisect")
+            console.step("check --bisect")
             failed = bisect(manifest, args.out, _print_result)
     if failed:
         raise UvPatchError("%d check(s) of the series failed" % failed,
@@ -108,7 +108,8 @@ def cmd_check(args, manifest):
                                 "and run `scripts/uvpatch refresh%s`; a "
                                 "missing proof case or no_proof reason goes "
                                 "in deps.json (CONTRIBUTING.md)"
-                                % (proc.shown(os.path.join(args.out, "src")),
+                                % (console.shown(os.path.join(args.out,
+                                                              "src")),
                                    manifest.base_option))
 
 
@@ -258,7 +259,8 @@ def cmd_upstream(args, manifest):
                                 "fix the patch in %s and `scripts/uvpatch "
                                 "refresh%s`; DEST holds the branches and "
                                 "says what failed"
-                                % (proc.shown(os.path.join(args.out, "src")),
+                                % (console.shown(os.path.join(args.out,
+                                                              "src")),
                                    manifest.base_option))
 
 
@@ -437,7 +439,7 @@ def main(argv=None):
         args = p.parse_args(argv)
     except SystemExit as e:
         return e.code if isinstance(e.code, int) else EXIT_USAGE
-    proc.VERBOSE = args.verbose
+    console.VERBOSE = args.verbose
     args.out_root = os.path.abspath(args.out or os.path.join(args.repo,
                                                              "out"))
     try:

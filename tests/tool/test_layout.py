@@ -10,9 +10,9 @@ from fixture import REPO
 
 LIB = os.path.join(REPO, "scripts", "uvpatchlib")
 MAX_LINES = 600
-# The pipeline, in order; errors, proc and fsutil are below every stage,
-# cli (and
-# pyunit, the test runner's entry point) above them all.
+# The pipeline, in order; the shared basics (errors, console, subproc,
+# fsutil) are below every stage, cli (and pyunit, the test runner's
+# entry point) above them all.
 STAGES = ("source", "series", "build", "verify", "report", "upstream")
 TOP = ("uvpatchlib.cli", "uvpatchlib.pyunit")
 
@@ -67,7 +67,7 @@ def rank(name):
     parts = name.split(".")
     if len(parts) > 1 and parts[1] in STAGES:
         return STAGES.index(parts[1])
-    return -1  # the shared basics: errors, proc, fsutil, the package
+    return -1  # the shared basics: errors, console, subproc, fsutil
 
 
 class LayoutTest(unittest.TestCase):

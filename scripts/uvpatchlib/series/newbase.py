@@ -8,7 +8,7 @@ import re
 import tarfile
 import tempfile
 
-from .. import proc
+from .. import console, subproc
 from ..errors import UvPatchError, EXIT_FETCH
 from ..source import gitref
 from ..source.extract import extract_tarball
@@ -52,7 +52,7 @@ def _from_git(src, ref, scratch):
     ``scratch``, which then serves as the source to fetch from. A local
     repository or a bundle brings its whole history, so that distances
     to the bases and upstream's own commits can be looked up."""
-    proc.git(["init", "-q", "--bare", "--", scratch])
+    subproc.git(["init", "-q", "--bare", "--", scratch])
     local = os.path.exists(src)
     if local:
         gitref.copy_refs(scratch, src)
@@ -62,14 +62,16 @@ def _from_git(src, ref, scratch):
         found = gitref.resolve(src, ref)
         gitref.fetch_commit(scratch, src, found.commit, depth=1)
     # A ref makes the commit fetchable from here by its id.
-    proc.git(["update-ref", "refs/tags/upstream", found.commit], cwd=scratch)
-    tree = proc.git_out(["rev-parse", found.commit + "^{tree}"], cwd=scratch)
+    subproc.git(["update-ref", "refs/tags/upstream", found.commit],
+                cwd=scratch)
+    tree = subproc.git_out(["rev-parse", found.commit + "^{tree}"],
+                           cwd=scratch)
     label = found.label
-    if local and not proc.git(["describe", "--tags", "--exact-match",
-                               found.commit], cwd=scratch,
-                              check=False).stdout.strip():
-        described = proc.git(["describe", "--tags", "--exclude", "upstream",
-                              found.commit], cwd=scratch, check=False)
+    if local and not subproc.git(["describe", "--tags", "--exact-match",
+                                  found.commit], cwd=scratch,
+                                 check=False).stdout.strip():
+        described = subproc.git(["describe", "--tags", "--exclude", "upstream",
+                                 found.commit], cwd=scratch, check=False)
         if described.returncode == 0 and described.stdout.strip():
             label = described.stdout.strip()
     return {"commit": found.commit, "label": label, "tree": tree,
@@ -112,8 +114,8 @@ def _from_tarball(manifest, src, ref, scratch):
                            "bundle, a tarball nor a directory" % src,
                            hint="give one of those", status=EXIT_FETCH)
     if commit:
-        proc.note("%s: upstream commit %s from its git archive header"
-                  % (os.path.basename(src), commit[:12]))
+        console.note("%s: upstream commit %s from its git archive header"
+                     % (os.path.basename(src), commit[:12]))
         return commit, tree
     # Offline, UVPATCH_SOURCE (a bundle of upstream) knows REF too.
     mirror = gitref.env_source()
@@ -131,9 +133,9 @@ def _from_tarball(manifest, src, ref, scratch):
                else "deps.json's git source", e.message),
             hint="use a tarball made by `git archive` (GitHub's are), or a "
                  "git repository or bundle as --source", status=EXIT_FETCH)
-    proc.note("%s: upstream commit %s is %r in the git source (the tarball "
-              "is verified by its tree id only)"
-              % (os.path.basename(src), commit[:12], ref))
+    console.note("%s: upstream commit %s is %r in the git source (the tarball "
+                 "is verified by its tree id only)"
+                 % (os.path.basename(src), commit[:12], ref))
     return commit, tree
 
 

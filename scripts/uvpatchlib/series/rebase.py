@@ -16,7 +16,7 @@ import re
 import shlex
 import shutil
 
-from .. import proc
+from .. import console, subproc
 from ..errors import UvPatchError, EXIT_APPLY, EXIT_STATE
 from ..source.fetch import Fetcher
 from ..fsutil import remove_tree, replace_dir, sha256_file, write_atomic
@@ -66,7 +66,7 @@ def start(manifest, out_root, ref, source=None, name=None, nearest=True):
             hint="finish it with `scripts/uvpatch rebase --continue` or "
                  "drop it with `scripts/uvpatch rebase --abort`",
             status=EXIT_STATE)
-    proc.step("rebase: fetch %s" % ref)
+    console.step("rebase: fetch %s" % ref)
     found, scratch = locate(manifest, out_root, ref, source)
     # Every tree the rebase needs comes from --source too when it is a
     # repository or bundle (it holds the old bases as well as REF).
@@ -91,11 +91,11 @@ def start(manifest, out_root, ref, source=None, name=None, nearest=True):
     finally:
         remove_tree(scratch)
     for note in notes:
-        proc.note(note)
+        console.note(note)
 
-    proc.step("rebase %s onto %s (%s), as base %s"
-              % (manifest.name, onto["upstream"]["tag"],
-                 onto["upstream"]["commit"][:12], onto["name"]))
+    console.step("rebase %s onto %s (%s), as base %s"
+                 % (manifest.name, onto["upstream"]["tag"],
+                    onto["upstream"]["commit"][:12], onto["name"]))
     remove_tree(work)
     try:
         bare = copy.deepcopy(onto)
@@ -104,13 +104,13 @@ def start(manifest, out_root, ref, source=None, name=None, nearest=True):
                       work)["base"]
         # A base fetched shallow lacks its parents: both repositories must
         # say so, or git walks into the missing history and fails.
-        declare_shallow(old_src, proc.git_out(
+        declare_shallow(old_src, subproc.git_out(
             ["rev-parse", BASE_TAG + "^{commit}"], cwd=old_src))
         declare_shallow(work, base)
-        proc.git(["fetch", "-q", "--no-tags", "--update-shallow", "--",
-                  old_src,
-                  "+refs/tags/%s:%sbase" % (BASE_TAG, OLD_REFS),
-                  "+HEAD:%shead" % OLD_REFS], cwd=work)
+        subproc.git(["fetch", "-q", "--no-tags", "--update-shallow", "--",
+                     old_src,
+                     "+refs/tags/%s:%sbase" % (BASE_TAG, OLD_REFS),
+                     "+HEAD:%shead" % OLD_REFS], cwd=work)
         folder = os.path.join(work, ".git", PATCHES)
         os.makedirs(folder)
         for e in manifest.series:
@@ -130,9 +130,9 @@ def start(manifest, out_root, ref, source=None, name=None, nearest=True):
     for item in state["patches"]:
         if item["file"] in upstream_has:
             item.update(status="upstream", commit=upstream_has[item["file"]])
-            proc.note("%s: dropped: already upstream (commit %s is in %s)"
-                      % (item["file"], item["commit"][:12],
-                         onto["upstream"]["commit"][:12]))
+            console.note("%s: dropped: already upstream (commit %s is in %s)"
+                         % (item["file"], item["commit"][:12],
+                            onto["upstream"]["commit"][:12]))
     _save(work, state)
     return _run(manifest, out_root, work, state)
 
@@ -148,9 +148,9 @@ def _run(manifest, out, work, state):
         # Saved first, so a crash in `git am` can be told apart later.
         item.update(status="running", before=before)
         _save(work, state)
-        res = proc.git(["am", "-q", "-3", "--committer-date-is-author-date",
-                        "--", os.path.join(folder, item["file"])], cwd=work,
-                       env=AM_IDENTITY, check=False)
+        res = subproc.git(["am", "-q", "-3", "--committer-date-is-author-date",
+                           "--", os.path.join(folder, item["file"])], cwd=work,
+                          env=AM_IDENTITY, check=False)
         if res.returncode == 0:
             _record(item, work, before)
             del item["before"]
@@ -168,26 +168,26 @@ def _record(item, work, before):
     head = _head(work)
     if head == before:
         item["status"] = "dropped"
-        proc.note("%s: no changes left on the new base (already "
-                  "upstream): dropped" % item["file"])
+        console.note("%s: no changes left on the new base (already "
+                     "upstream): dropped" % item["file"])
     else:
         item["status"] = "applied"
         item["commit"] = head
-        proc.note("applied %s" % item["file"])
+        console.note("applied %s" % item["file"])
 
 
 def _head(work):
-    return proc.git_out(["rev-parse", "HEAD"], cwd=work)
+    return subproc.git_out(["rev-parse", "HEAD"], cwd=work)
 
 
 def _unmerged(work):
-    out = proc.git_out(["diff", "--name-only", "--diff-filter=U"], cwd=work)
+    out = subproc.git_out(["diff", "--name-only", "--diff-filter=U"], cwd=work)
     return sorted(set(out.splitlines()))
 
 
 def _status(work):
     # Not git_out: its strip() would eat the first line's status column.
-    return proc.git(["status", "--porcelain"], cwd=work).stdout.splitlines()
+    return subproc.git(["status", "--porcelain"], cwd=work).stdout.splitlines()
 
 
 _KINDS = {"UU": "both changed", "AA": "both added",
@@ -268,7 +268,7 @@ def resume(root, out):
     for p in state["patches"]:
         if p["status"] == "running":  # interrupted inside `git am`
             if os.path.isdir(am):
-                proc.git(["am", "--abort"], cwd=work, check=False)
+                subproc.git(["am", "--abort"], cwd=work, check=False)
             if _head(work) != p["before"]:
                 _record(p, work, p["before"])
             else:
@@ -302,8 +302,8 @@ def resume(root, out):
                  "then `scripts/uvpatch rebase --continue`" % work,
             status=EXIT_APPLY)
     if os.path.isdir(am):
-        staged = proc.git(["diff", "--cached", "--quiet"], cwd=work,
-                          check=False).returncode != 0
+        staged = subproc.git(["diff", "--cached", "--quiet"], cwd=work,
+                             check=False).returncode != 0
         if not staged:
             # Dropping a patch is a choice to make explicitly.
             raise UvPatchError(
@@ -317,7 +317,7 @@ def resume(root, out):
         date = _author_date(am)
         if date:
             env["GIT_COMMITTER_DATE"] = date
-        proc.git(["am", "--continue"], cwd=work, env=env)
+        subproc.git(["am", "--continue"], cwd=work, env=env)
     # Without `git am` state the user finished it by hand; HEAD tells.
     _record(item, work, item["before"])
     for key in ("before", "files"):
@@ -341,10 +341,10 @@ def _author_date(am):
 def abort(out):
     work, _ = _in_progress(out)
     if os.path.isdir(os.path.join(work, ".git", "rebase-apply")):
-        proc.git(["am", "--abort"], cwd=work, check=False)
+        subproc.git(["am", "--abort"], cwd=work, check=False)
     remove_tree(work)
-    proc.note("rebase aborted: %s removed; patches/ and deps.json are as "
-              "they were" % work)
+    console.note("rebase aborted: %s removed; patches/ and deps.json are as "
+                 "they were" % work)
 
 
 # Finishing: refresh against the new base, then out/src is the result.
@@ -359,21 +359,21 @@ def _finish(manifest, out, work, state):
         "patches": [], "head": head}, indent=2) + "\n")
     target = validate(manifest.doc_with(onto), manifest.root,
                       check_files=False, base=onto["name"])
-    proc.step("rebase: refresh")
+    console.step("rebase: refresh")
     before = {e["file"]: _read(manifest.patch_path(e))
               for e in manifest.series}
     changed, removed = refresh(target, out, src=work,
                                priors=[by_file[p["file"]] for p in applied])
-    for ref in proc.git_out(["for-each-ref", "--format=%(refname)",
-                             OLD_REFS], cwd=work).split():
-        proc.git(["update-ref", "-d", ref], cwd=work)
+    for ref in subproc.git_out(["for-each-ref", "--format=%(refname)",
+                                OLD_REFS], cwd=work).split():
+        subproc.git(["update-ref", "-d", ref], cwd=work)
     remove_tree(os.path.join(work, ".git", PATCHES))
     os.unlink(os.path.join(work, ".git", STATE))
 
     src = os.path.join(out, target.name, "src")
     if os.path.isdir(src) and local_changes(src, read_state(src)):
-        proc.note("%s has work of its own: kept; the rebased tree is "
-                  "in %s" % (proc.shown(src), proc.shown(work)))
+        console.note("%s has work of its own: kept; the rebased tree is "
+                     "in %s" % (console.shown(src), console.shown(work)))
     else:
         # A new base has no folder in out/ yet.
         os.makedirs(os.path.dirname(src), exist_ok=True)

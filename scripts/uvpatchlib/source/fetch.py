@@ -15,7 +15,7 @@ import tempfile
 import urllib.parse
 import urllib.request
 
-from .. import proc
+from .. import console, subproc
 from ..errors import UvPatchError, EXIT_FETCH, EXIT_USAGE
 from .extract import (MAX_TOTAL, NOT_A_SOURCE, NotARegularFile, copy_tree,
                       extract_tarball, open_regular, source_kind,
@@ -134,7 +134,7 @@ class Fetcher:
                 return self._install(
                     lambda tmp: self._from_local(path, tmp), label)
             except Unavailable as e:
-                proc.note("%s: %s" % (label, e))
+                console.note("%s: %s" % (label, e))
                 tried.append("%s: %s" % (label, e))
 
         attempts = [
@@ -150,10 +150,10 @@ class Fetcher:
             try:
                 return self._install(lambda tmp: method(spec, tmp), label)
             except Unavailable as e:
-                proc.note("%s: %s" % (label, e))
+                console.note("%s: %s" % (label, e))
                 tried.append("%s: %s" % (label, e))
             except UvPatchError as e:
-                proc.note("%s: refused: %s" % (label, e.message))
+                console.note("%s: refused: %s" % (label, e.message))
                 tried.append("%s: refused: %s" % (label, e.message))
         raise UvPatchError(
             "could not obtain libuv tree %s; tried:\n  %s"
@@ -182,11 +182,11 @@ class Fetcher:
             problem = "unreadable (%s)" % (getattr(e, "message", None)
                                            or e)
         if problem:
-            proc.note("cache entry %s %s, expected %s: removed"
-                      % (self.entry_path, problem, self.manifest.tree))
+            console.note("cache entry %s %s, expected %s: removed"
+                         % (self.entry_path, problem, self.manifest.tree))
             remove_tree(self.entry_path)
             return None
-        proc.note("verified tree %s (cache)" % _short(self.manifest.tree))
+        console.note("verified tree %s (cache)" % _short(self.manifest.tree))
         return entry
 
     def _install(self, produce, label):
@@ -215,8 +215,8 @@ class Fetcher:
             os.rename(tmp, self.entry_path)
         finally:
             remove_tree(tmp)
-        proc.note("verified tree %s (%s)" % (_short(self.manifest.tree),
-                                              label))
+        console.note("verified tree %s (%s)" % (_short(self.manifest.tree),
+                                                 label))
         return CacheEntry(self.entry_path)
 
     # Sources.
@@ -235,7 +235,7 @@ class Fetcher:
                 except Unavailable as e:
                     if not os.path.isdir(os.path.join(src, ".git")):
                         raise
-                    proc.note("%s: %s; using its work tree" % (src, e))
+                    console.note("%s: %s; using its work tree" % (src, e))
                     remove_tree(os.path.join(tmp, "upstream.git"))
             copy_tree(src, os.path.join(tmp, "tree"), skip_top_git=True)
             return {"source": "directory", "path": os.path.abspath(src)}
@@ -258,23 +258,23 @@ class Fetcher:
     def _from_git(self, url, tmp):
         repo = os.path.join(tmp, "upstream.git")
         commit = self.manifest.commit
-        proc.git(["init", "-q", "--bare", "--", repo])
+        subproc.git(["init", "-q", "--bare", "--", repo])
         if os.path.isfile(url):
             # A bundle carries refs, not arbitrary commits: take them all.
-            res = proc.git(["fetch", "-q", "--no-tags", "--", url,
-                            "+refs/*:refs/bundle/*"], cwd=repo, check=False)
+            res = subproc.git(["fetch", "-q", "--no-tags", "--", url,
+                               "+refs/*:refs/bundle/*"], cwd=repo, check=False)
         else:
             if os.path.isdir(url):
                 url = "file://" + os.path.abspath(url)
             # "--": a URL is never an option (--upload-pack=...).
-            res = proc.git(["fetch", "-q", "--no-tags", "--depth", "1",
-                            "--", url, commit], cwd=repo, check=False)
+            res = subproc.git(["fetch", "-q", "--no-tags", "--depth", "1",
+                               "--", url, commit], cwd=repo, check=False)
         if res.returncode != 0:
             raise Unavailable(_first_line(res.stderr) or
                               "git fetch failed (status %d)"
                               % res.returncode)
-        if proc.git(["cat-file", "-e", commit + "^{commit}"], cwd=repo,
-                    check=False).returncode != 0:
+        if subproc.git(["cat-file", "-e", commit + "^{commit}"], cwd=repo,
+                       check=False).returncode != 0:
             raise Unavailable("does not contain commit %s" % commit)
         actual = _commit_tree(repo, commit)
         if actual != self.manifest.tree:
@@ -285,16 +285,16 @@ class Fetcher:
                 status=EXIT_FETCH)
         # Keep only the pinned commit: a whole history does not belong
         # in the cache.
-        proc.git(["update-ref", "refs/tags/upstream", commit], cwd=repo)
-        for ref in proc.git_out(["for-each-ref", "--format=%(refname)",
-                                 "refs/bundle/"], cwd=repo).split():
-            proc.git(["update-ref", "-d", ref], cwd=repo)
+        subproc.git(["update-ref", "refs/tags/upstream", commit], cwd=repo)
+        for ref in subproc.git_out(["for-each-ref", "--format=%(refname)",
+                                    "refs/bundle/"], cwd=repo).split():
+            subproc.git(["update-ref", "-d", ref], cwd=repo)
         _checkout(repo, commit, os.path.join(tmp, "tree"))
         return {"source": "git", "url": url, "commit": commit}
 
     def _from_archive(self, spec, tmp):
         path = os.path.join(tmp, spec["file"])
-        proc.note("downloading %s" % spec["url"])
+        console.note("downloading %s" % spec["url"])
         try:
             with _open_url(spec["url"]) as r, open(path, "wb") as f:
                 got = 0
@@ -324,10 +324,10 @@ class Fetcher:
             raise Unavailable("apt-get not found")
         work = os.path.join(tmp, "apt")
         os.makedirs(work)
-        res = proc.run(["apt-get", "source", "--download-only",
-                        "-q", "--", "%s=%s" % (spec["package"],
-                                               spec["version"])],
-                       cwd=work, capture=True, check=False)
+        res = subproc.run(["apt-get", "source", "--download-only",
+                           "-q", "--", "%s=%s" % (spec["package"],
+                                                  spec["version"])],
+                          cwd=work, capture=True, check=False)
         path = os.path.join(work, spec["file"])
         if res.returncode != 0 or not os.path.isfile(path):
             lines = [ln for ln in (res.stderr or "").splitlines()
@@ -357,8 +357,8 @@ class Fetcher:
                 hint="the file is damaged or not the published one; "
                      "download it again", status=EXIT_FETCH)
         if known is None:
-            proc.note("%s is not a tarball named in deps.json: verified by "
-                      "tree id only" % path)
+            console.note("%s is not a tarball named in deps.json: verified by "
+                         "tree id only" % path)
         extract = os.path.join(tmp, "extract")
         extract_tarball(path, extract)
         entries = os.listdir(extract)
@@ -414,8 +414,8 @@ def _is_git_repo(path):
 
 
 def _commit_tree(repo, commit):
-    res = proc.git(["rev-parse", "--verify", "-q", commit + "^{tree}"],
-                   cwd=repo, check=False)
+    res = subproc.git(["rev-parse", "--verify", "-q", commit + "^{tree}"],
+                      cwd=repo, check=False)
     return res.stdout.strip() if res.returncode == 0 else None
 
 
@@ -424,6 +424,6 @@ def _checkout(repo, commit, dest):
     os.makedirs(dest)
     index = os.path.join(os.path.dirname(dest), "checkout.index")
     env = {"GIT_INDEX_FILE": index, "GIT_WORK_TREE": dest}
-    proc.git(["read-tree", commit], cwd=repo, env=env)
-    proc.git(["checkout-index", "-a", "-f"], cwd=repo, env=env)
+    subproc.git(["read-tree", commit], cwd=repo, env=env)
+    subproc.git(["checkout-index", "-a", "-f"], cwd=repo, env=env)
     os.unlink(index)

@@ -9,7 +9,7 @@ import os
 import re
 import tempfile
 
-from .. import proc
+from .. import subproc
 from ..errors import UvPatchError, EXIT_FETCH
 from .extract import NotARegularFile, source_kind
 from ..fsutil import remove_tree
@@ -70,8 +70,8 @@ def copy_refs(repo, src):
     ``repo``: a user's repository is only read, as a remote, so the
     commands its config names (core.fsmonitor, hooks) never run."""
     url = src if os.path.isfile(src) else "file://" + os.path.abspath(src)
-    res = proc.git(["fetch", "-q", "--", url, "+refs/heads/*:refs/heads/*",
-                    "+refs/tags/*:refs/tags/*"], cwd=repo, check=False)
+    res = subproc.git(["fetch", "-q", "--", url, "+refs/heads/*:refs/heads/*",
+                       "+refs/tags/*:refs/tags/*"], cwd=repo, check=False)
     if res.returncode != 0:
         raise UvPatchError("cannot read git source %s: %s"
                            % (src, res.stderr.strip()),
@@ -82,8 +82,8 @@ def copy_refs(repo, src):
 def resolve_own(repo, ref):
     """The commit ``ref`` names in ``repo``, a repository the tool made
     (see copy_refs), or None."""
-    res = proc.git(["rev-parse", "-q", "--verify", ref + "^{commit}"],
-                   cwd=repo, check=False)
+    res = subproc.git(["rev-parse", "-q", "--verify", ref + "^{commit}"],
+                      cwd=repo, check=False)
     if res.returncode != 0:
         return None
     commit = res.stdout.strip()
@@ -98,7 +98,7 @@ def resolve(src, ref):
         # asked through a copy of its refs (see copy_refs).
         scratch = tempfile.mkdtemp(prefix="uvpatch-resolve-")
         try:
-            proc.git(["init", "-q", "--bare", "--", scratch])
+            subproc.git(["init", "-q", "--bare", "--", scratch])
             copy_refs(scratch, src)
             found = resolve_own(scratch, ref)
         finally:
@@ -129,7 +129,7 @@ def resolve(src, ref):
 
 def _ls_remote(src):
     url = "file://" + os.path.abspath(src) if os.path.isdir(src) else src
-    res = proc.git(["ls-remote", "--", url], check=False)
+    res = subproc.git(["ls-remote", "--", url], check=False)
     if res.returncode != 0:
         first = (res.stderr or "").strip().splitlines()
         raise UvPatchError(
@@ -147,8 +147,8 @@ def _ls_remote(src):
 
 def _label(repo, ref, commit):
     """A tag name when the commit has one, else REF@commit."""
-    res = proc.git(["describe", "--tags", "--exact-match", commit],
-                   cwd=repo, check=False)
+    res = subproc.git(["describe", "--tags", "--exact-match", commit],
+                      cwd=repo, check=False)
     if res.returncode == 0 and res.stdout.strip():
         return res.stdout.strip()
     if _HEX.match(ref) and commit.startswith(ref):
@@ -169,16 +169,16 @@ def fetch_commit(repo, src, commit, depth=None):
     args.append("--")
     if os.path.isfile(src):
         # A bundle carries refs, not arbitrary commits: take them all.
-        res = proc.git(args + [src, "+refs/*:refs/uvpatch-source/*"],
-                       cwd=repo, check=False)
+        res = subproc.git(args + [src, "+refs/*:refs/uvpatch-source/*"],
+                          cwd=repo, check=False)
     else:
-        res = proc.git(args + [url, commit], cwd=repo, check=False)
-    ok = res.returncode == 0 and proc.git(
+        res = subproc.git(args + [url, commit], cwd=repo, check=False)
+    ok = res.returncode == 0 and subproc.git(
         ["cat-file", "-e", commit + "^{commit}"], cwd=repo,
         check=False).returncode == 0
-    for ref in proc.git_out(["for-each-ref", "--format=%(refname)",
-                             "refs/uvpatch-source/"], cwd=repo).split():
-        proc.git(["update-ref", "-d", ref], cwd=repo)
+    for ref in subproc.git_out(["for-each-ref", "--format=%(refname)",
+                                "refs/uvpatch-source/"], cwd=repo).split():
+        subproc.git(["update-ref", "-d", ref], cwd=repo)
     if not ok:
         raise UvPatchError(
             "cannot fetch commit %s from %s%s"

@@ -12,7 +12,7 @@ in a scratch index: the work tree is not touched.
 import itertools
 import os
 
-from .. import proc
+from .. import subproc
 
 # Beyond this many candidates the search takes them all at once rather
 # than trying every subset (2^12 index builds would take minutes).
@@ -37,10 +37,10 @@ def applies(repo, base, mails):
     index = os.path.join(repo, ".git", "prstack.index")
     env = {"GIT_INDEX_FILE": index}
     try:
-        proc.git(["read-tree", base], cwd=repo, env=env)
+        subproc.git(["read-tree", base], cwd=repo, env=env)
         for mail in mails:
-            if proc.git(["apply", "--cached", mail], cwd=repo, env=env,
-                        check=False).returncode != 0:
+            if subproc.git(["apply", "--cached", mail], cwd=repo, env=env,
+                           check=False).returncode != 0:
                 return False
         return True
     finally:

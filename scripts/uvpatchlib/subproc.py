@@ -1,41 +1,13 @@
-"""Progress lines and subprocesses, reported the same way everywhere."""
+"""Running subprocesses, git among them: each shown the same way (with
+-v) and a failure reported as a UvPatchError naming the command."""
 
 import os
 import shlex
 import subprocess
 import sys
 
+from .console import show_command
 from .errors import UvPatchError, EXIT_FAILURE
-
-VERBOSE = False
-
-
-def step(text):
-    """A top-level step: ``=== fetch``."""
-    print("=== " + text, file=sys.stderr, flush=True)
-
-
-def note(text):
-    """A detail of the current step: ``--- verified tree 2a518b5``."""
-    print("--- " + text, file=sys.stderr, flush=True)
-
-
-def shown(path):
-    """A path as a message names it: relative to the working folder when
-    it lies under it (out/v1.x/src), else absolute."""
-    path = os.path.abspath(path)
-    try:
-        rel = os.path.relpath(path)
-    except ValueError:  # another drive on Windows
-        return path
-    return path if rel == ".." or rel.startswith(".." + os.sep) else rel
-
-
-def show_command(cmd, cwd=None):
-    if VERBOSE:
-        where = " (in %s)" % cwd if cwd else ""
-        print("+ " + shlex.join(str(c) for c in cmd) + where,
-              file=sys.stderr, flush=True)
 
 
 def run(cmd, cwd=None, env=None, capture=False, check=True, input=None,
