@@ -203,7 +203,7 @@ def _status_name(code):
     return "exit status %d" % code
 
 
-# The harness's result lines (tests/regress/harness.h, pyunit.py).
+# The harness's result lines (tests/regress/harness.h, toolsuite.py).
 RESULT_MARKERS = (("ok ", "PASS"), ("not ok ", "FAIL"), ("skip ", "SKIP"))
 
 

@@ -29,7 +29,7 @@ def run_tool_tests(root, tally, shards=2):
     env = dict(os.environ)
     env["PYTHONPATH"] = os.path.join(root, "scripts")
     seen = 0
-    with tempfile.TemporaryDirectory(prefix="uvpatch-pyunit-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="uvpatch-toolsuite-") as tmp:
         # Files, not pipes: no child blocks while another is read.
         children = []
         for k in range(shards):
@@ -38,7 +38,7 @@ def run_tool_tests(root, tally, shards=2):
             err = open(os.path.join(tmp, "%d.err" % k), "w+",
                        encoding="utf-8")
             children.append((subprocess.Popen(
-                [sys.executable, "-m", "uvpatchlib.pyunit",
+                [sys.executable, "-m", "uvpatchlib.verify.toolsuite",
                  os.path.join(root, "tests", "tool"), "%d/%d" % (k, shards)],
                 env=env, stdout=out, stderr=err, cwd=root), out, err))
         for child, out, err in children:
