@@ -49,8 +49,8 @@ def cmd_build(args, manifest):
 def cmd_test(args, manifest):
     from .verify.consumers import test_consumers
     from .verify.testing import test
-    from .report.bench import smoke
-    from .report.dnsbench import smoke as dns_smoke
+    from .bench.command import smoke
+    from .bench.dnsbench import smoke as dns_smoke
     # Without --base: every base, the default first and in full.
     names = [args.base] if args.base else \
         [manifest.name] + [b["name"] for b in manifest.doc["bases"]
@@ -136,7 +136,7 @@ def cmd_rebase(args, manifest):
 
 
 def cmd_bench(args, manifest):
-    from .report import analyse, bench, compare as comparing
+    from .bench import analyse, command, compare as comparing
     compare = args.compare or []
     if len(compare) > 2:
         raise UvPatchError("--compare takes OLD.json, or OLD.json NEW.json",
@@ -147,7 +147,7 @@ def cmd_bench(args, manifest):
     if len(reports) == 2:
         print(comparing.compare(reports[0], reports[1]), end="")
         return
-    from .report import dnsbench  # --only dns: named, kresd, dnsperf
+    from .bench import dnsbench  # --only dns: named, kresd, dnsperf
     only, dns = dnsbench.split_only(args.only)
     old_part = comparing.part(reports[0]) if reports else None
     if reports and not (old_part in dns if old_part else only or not dns):
@@ -166,7 +166,7 @@ def cmd_bench(args, manifest):
                                    source=args.source), end="")
                 written = "dns-report.json"
             else:
-                from .report import dnsinsn  # valgrind's callgrind
+                from .bench import dnsinsn  # valgrind's callgrind
                 print(dnsinsn.run(manifest, args.out, quick=args.quick,
                                   reps=args.pairs, report_path=args.report,
                                   source=args.source), end="")
@@ -179,9 +179,9 @@ def cmd_bench(args, manifest):
     if dns and not only:
         return
     with Lock(args.out, "bench"):
-        json_path = bench.run(manifest, args.out, quick=args.quick,
-                              only=only, report_path=args.report,
-                              source=args.source)
+        json_path = command.run(manifest, args.out, quick=args.quick,
+                                only=only, report_path=args.report,
+                                source=args.source)
     print(json_path[:-5] + ".md")
     if reports and not old_part:
         print(analyse.compare(reports[0], analyse.load_report(json_path)),
@@ -240,7 +240,7 @@ def _add_rebase_options(p):
 
 
 def cmd_results(args, manifest):
-    from .report.results import write_results
+    from .verify.results import write_results
     print(write_results(manifest, args.out_root, args.write or os.path.join(
         args.repo, "docs", "results.md")))
 

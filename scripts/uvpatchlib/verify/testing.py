@@ -180,6 +180,6 @@ def test_base(manifest, out, tally, suite="regression", target=None,
     if full and suite in ("regression", "all") and target in (None, "all") \
             and config == "Release":
         # What cli passes in: the bench's smoke check, which this runner
-        # cannot import (the report stage is built on it).
+        # cannot import (the bench stage is built on it).
         for extra in extras:
             extra(manifest, out, tally, source=source)

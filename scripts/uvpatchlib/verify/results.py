@@ -9,7 +9,7 @@ import re
 from .. import console, subproc
 from ..errors import UvPatchError, EXIT_FAILURE
 from ..fsutil import write_atomic
-from ..verify.regress import results_path
+from .regress import results_path
 
 TARGET, CONFIG = "linux", "Release"
 MISSING = "—"

@@ -8,8 +8,9 @@ in the machine's load falls on both). No figure is asserted anywhere:
 the report says what was seen, and why when something could not be
 measured.
 
-The command's run and the test command's check live here; measure.py
-measures, render.py writes the report and analyse.py reads it back.
+The command's run and the test command's quick check of it live here
+(dnsbench.py and dnsinsn.py run the DNS parts); measure.py measures,
+render.py writes the report and analyse.py reads it back.
 """
 
 import os
