@@ -3,7 +3,7 @@
 DEST becomes a git repository holding the base (or --onto REF) as
 `pr/base` and one branch `pr/NN-slug` per chosen patch, NN its place in
 the order to send them: each branch holds the base and only the commits
-its patch needs (prstack decides which, by applying), authored and
+its patch needs (prdeps decides which, by applying), authored and
 signed off by the sender. Next to the branches, an mbox and a
 pull-request description per patch (prtext). With --check every branch
 is built and tested on its own (prcheck), and the descriptions say what
@@ -25,7 +25,7 @@ from ..series.apply import BASE_TAG, apply_series
 from ..series.message import clean_message, tool_names, upstream_problems
 from ..series.patchfile import Patch
 from ..build.vendor import check_dest
-from . import prstack
+from . import prdeps
 from .prcheck import Branch, targets_of, verify
 from .prtext import (clean_patch, code_lines, own_tests, pull_request,
                      upstream_body)
@@ -253,9 +253,9 @@ def _branches(manifest, work, base, label, chosen, patches, who):
         patch = patches[e["file"]]
         mail = os.path.join(folder, e["file"])
         write_atomic(mail, _mail(patch, e, who))
-        items.append(prstack.Item(e["file"], mail, patch.files,
+        items.append(prdeps.Item(e["file"], mail, patch.files,
                                   _weight(patch, k)))
-    needs = prstack.plan(work, base, items)
+    needs = prdeps.plan(work, base, items)
     wanted = [i for i in items if i.name in {e["file"] for e in chosen}]
     for item in wanted:
         if needs[item.name] is None:
@@ -264,7 +264,7 @@ def _branches(manifest, work, base, label, chosen, patches, who):
     committer = {"GIT_COMMITTER_NAME": who.rsplit(" <", 1)[0],
                  "GIT_COMMITTER_EMAIL": who.rsplit("<", 1)[1].rstrip(">")}
     made = []
-    for n, item in enumerate(prstack.send_order(wanted, needs), 1):
+    for n, item in enumerate(prdeps.send_order(wanted, needs), 1):
         stem = "%02d-%s" % (n, item.name[:-len(".patch")].split("-", 1)[-1])
         branch = PREFIX + stem
         subproc.git(["checkout", "-q", "-B", branch, base], cwd=work)

@@ -34,7 +34,7 @@ class Item:
 def applies(repo, base, mails):
     """True when the diffs of ``mails`` apply one after the other on the
     commit ``base`` of ``repo``, exactly."""
-    index = os.path.join(repo, ".git", "prstack.index")
+    index = os.path.join(repo, ".git", "prdeps.index")
     env = {"GIT_INDEX_FILE": index}
     try:
         subproc.git(["read-tree", base], cwd=repo, env=env)
