@@ -110,6 +110,23 @@ class LayoutTest(unittest.TestCase):
         # It runs in a process of its own; the tests import what they test.
         self.assertEqual(self.graph["uvpatchlib.verify.toolsuite"], set())
 
+    def test_uvpatch_source_is_read_in_one_place(self):
+        # Every source is fetched in source/fetch.py, the mirror with them.
+        readers = []
+        for name, path in sorted(self.modules.items()):
+            with open(path, encoding="utf-8") as f:
+                tree = ast.parse(f.read(), path)
+            for node in ast.walk(tree):
+                # os.environ.get(NAME), os.getenv(NAME), os.environ[NAME],
+                # NAME in os.environ
+                used = node.args if isinstance(node, ast.Call) else \
+                    [node.slice] if isinstance(node, ast.Subscript) else \
+                    [node.left] if isinstance(node, ast.Compare) else []
+                if any(isinstance(u, ast.Constant) and
+                       u.value == "UVPATCH_SOURCE" for u in used):
+                    readers.append(name)
+        self.assertEqual(readers, ["uvpatchlib.source.fetch"])
+
     def test_no_module_over_600_lines(self):
         long = []
         for name, path in sorted(self.modules.items()):

@@ -18,13 +18,13 @@ import shutil
 
 from .. import console, subproc
 from ..errors import UvPatchError, EXIT_APPLY, EXIT_STATE
-from ..source.fetch import Fetcher
+from ..source.fetch import Fetcher, fetch_ref
 from ..fsutil import remove_tree, replace_dir, sha256_file, write_atomic
 from . import rebasetry
 from .apply import (AM_IDENTITY, BASE_TAG, STATE_FILE, _build, apply_series,
                     declare_shallow, local_changes, read_state)
 from .manifest import Manifest, load, validate
-from .newbase import base_entry, locate
+from .newbase import base_entry
 from .refresh import refresh
 
 STATE = "uvpatch-rebase.json"       # in out/rebase/.git
@@ -67,7 +67,7 @@ def start(manifest, out_root, ref, source=None, name=None, nearest=True):
                  "drop it with `scripts/uvpatch rebase --abort`",
             status=EXIT_STATE)
     console.step("rebase: fetch %s" % ref)
-    found, scratch = locate(manifest, out_root, ref, source)
+    found, scratch = fetch_ref(manifest, out_root, ref, source)
     # Every tree the rebase needs comes from --source too when it is a
     # repository or bundle (it holds the old bases as well as REF).
     also = rebasetry.tree_sources(source)

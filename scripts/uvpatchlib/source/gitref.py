@@ -1,5 +1,8 @@
 """Naming an upstream commit: a REF (tag, branch or commit id) resolved
-in a git source (a local repository, a bundle or a URL).
+in a git source (a local repository, a bundle or a URL). A local
+repository is asked through a copy of its refs in a repository of the
+tool's own (copy_refs, the one fetch made here); fetch.py brings in the
+commits and trees the tool then uses.
 
 Used by `rebase --onto` and `upstream --onto`, so both accept the same
 REFs and fail the same way.
@@ -23,12 +26,6 @@ class Resolved:
     def __init__(self, commit, label):
         self.commit = commit
         self.label = label
-
-
-def env_source():
-    """UVPATCH_SOURCE, read here only: a git mirror or bundle, a tarball or
-    a directory that serves every base it holds; None when unset."""
-    return os.environ.get("UVPATCH_SOURCE") or None
 
 
 def default_source(manifest):
@@ -121,7 +118,7 @@ def resolve(src, ref):
         if len(hits) == 1:
             return Resolved(hits[0], ref)
     raise UvPatchError(
-        "%s: no commit, branch or tag %r" % (_display(src), ref),
+        "%s: no commit, branch or tag %r" % (display(src), ref),
         hint="give a tag (v1.50.0), a branch or a full 40-digit commit id "
              "that exists there, or pass --source with a repository that "
              "has it", status=EXIT_FETCH)
@@ -134,7 +131,7 @@ def _ls_remote(src):
         first = (res.stderr or "").strip().splitlines()
         raise UvPatchError(
             "cannot read git source %s: %s"
-            % (_display(src), first[0] if first else
+            % (display(src), first[0] if first else
                "git ls-remote failed (status %d)" % res.returncode),
             hint="pass --source with a reachable git repository or bundle",
             status=EXIT_FETCH)
@@ -156,33 +153,6 @@ def _label(repo, ref, commit):
     return "%s@%s" % (ref, commit[:12])
 
 
-def _display(src):
+def display(src):
+    """A source as messages name it: a URL whole, a local one by name."""
     return src if "://" in src else os.path.basename(os.path.abspath(src))
-
-
-def fetch_commit(repo, src, commit, depth=None):
-    """Brings ``commit`` from ``src`` into the repository ``repo``."""
-    url = "file://" + os.path.abspath(src) if os.path.isdir(src) else src
-    args = ["fetch", "-q", "--no-tags"]
-    if depth and not os.path.isfile(src):
-        args += ["--depth", str(depth)]
-    args.append("--")
-    if os.path.isfile(src):
-        # A bundle carries refs, not arbitrary commits: take them all.
-        res = subproc.git(args + [src, "+refs/*:refs/uvpatch-source/*"],
-                          cwd=repo, check=False)
-    else:
-        res = subproc.git(args + [url, commit], cwd=repo, check=False)
-    ok = res.returncode == 0 and subproc.git(
-        ["cat-file", "-e", commit + "^{commit}"], cwd=repo,
-        check=False).returncode == 0
-    for ref in subproc.git_out(["for-each-ref", "--format=%(refname)",
-                                "refs/uvpatch-source/"], cwd=repo).split():
-        subproc.git(["update-ref", "-d", ref], cwd=repo)
-    if not ok:
-        raise UvPatchError(
-            "cannot fetch commit %s from %s%s"
-            % (commit, _display(src), (": " + res.stderr.strip())
-               if res.stderr.strip() else ""),
-            hint="check the commit id, or pass --source with a repository "
-                 "that has it", status=EXIT_FETCH)

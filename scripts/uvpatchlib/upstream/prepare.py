@@ -20,6 +20,7 @@ from .. import console, subproc
 from ..errors import (UvPatchError, EXIT_APPLY, EXIT_MANIFEST, EXIT_STATE,
                       EXIT_USAGE)
 from ..source import gitref
+from ..source.fetch import fetch_commit
 from ..fsutil import remove_tree, write_atomic
 from ..series.apply import BASE_TAG, apply_series
 from ..series.message import clean_message, tool_names, upstream_problems
@@ -170,7 +171,7 @@ def prepare(manifest, out, dest, onto=None, source=None, wanted=(),
                      old_src,
                      "+refs/tags/%s:%s" % (BASE_TAG, OLD_BASE)], cwd=scratch)
         if onto:
-            gitref.fetch_commit(scratch, src, found.commit)
+            fetch_commit(scratch, src, found.commit)
             base, label = found.commit, found.label
             upstream_commit = found.commit
         else:

@@ -33,7 +33,7 @@ import urllib.request
 
 from .. import console, subproc
 from ..errors import UvPatchError, EXIT_FETCH
-from ..source.fetch import cache_root
+from ..source.cache import cache_root
 from ..fsutil import Lock, remove_tree, sha256_file, write_atomic
 
 SPEC = os.path.join("tests", "consumer", "node18.json")
