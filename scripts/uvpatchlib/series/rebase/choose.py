@@ -14,13 +14,14 @@ import os
 import re
 import tempfile
 
-from .. import console, subproc
-from ..errors import UvPatchError
-from ..source import gitref
-from ..source.fetch import Fetcher
-from ..fsutil import remove_tree
-from .apply import AM_IDENTITY, _build, declare_shallow
-from .manifest import Manifest, validate
+from ... import console, subproc
+from ...errors import UvPatchError
+from ...source import gitref
+from ...source.fetch import Fetcher
+from ...fsutil import remove_tree
+from ..apply import AM_IDENTITY, _build, declare_shallow
+from ..manifest import Manifest, validate
+from .state import head
 
 _ORIGIN = re.compile(r"^Origin: upstream, \S*/commit/([0-9a-f]{40})\s*$",
                      re.M)
@@ -180,7 +181,7 @@ def _try(trial, found, repo, start, old, also):
         if e["file"] in upstream:
             trial.dropped += 1
             continue
-        before = _head(repo)
+        before = head(repo)
         res = subproc.git(["am", "-q", "-3", "--committer-date-is-author-date",
                            "--", base.patch_path(e)], cwd=repo,
                           env=AM_IDENTITY, check=False)
@@ -190,11 +191,8 @@ def _try(trial, found, repo, start, old, also):
             subproc.git(["am", "--abort"], cwd=repo, check=False)
             trial.stop = (e["file"], sorted(set(files)))
             return
-        if _head(repo) == before:
+        if head(repo) == before:
             trial.dropped += 1
         else:
             trial.applied += 1
 
-
-def _head(repo):
-    return subproc.git_out(["rev-parse", "HEAD"], cwd=repo)

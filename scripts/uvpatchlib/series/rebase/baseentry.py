@@ -6,7 +6,7 @@ import copy
 import os
 import re
 
-from ..fsutil import sha256_file
+from ...fsutil import sha256_file
 
 _VERSION = re.compile(r"^v?(\d+(?:\.\d+)+)$")
 
