@@ -234,7 +234,7 @@ def _add_rebase_options(p):
                            "v1.51.0)")
     what.add_argument("--continue", dest="resume", action="store_true",
                       help="go on after resolving a conflict in "
-                           "out/<base>/rebase")
+                           "out/rebase")
     what.add_argument("--abort", action="store_true",
                       help="drop the rebase in progress")
 
@@ -324,7 +324,7 @@ COMMANDS = {
                   help="also build each prefix of the series and run its "
                        "tests (slow)")]),
     "rebase": (cmd_rebase, "move the series to another upstream commit "
-               "(three-way merge in out/<base>/rebase)",
+               "(three-way merge in out/rebase)",
                [_add_rebase_options]),
     "refresh": (cmd_refresh, "rewrite patches/ and deps.json from the "
                 "commits in out/<base>/src", [_add_base]),

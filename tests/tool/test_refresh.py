@@ -114,8 +114,11 @@ class RefreshTest(World):
               json.dumps(deps, indent=2) + "\n")
         before = self.files()
         res = self.tool("refresh")
-        self.assertFails(res, "patches/ changed since out/src was applied",
-                         name, "scripts/uvpatch apply")
+        src = os.path.join(self.work, "src")
+        self.assertFails(res, "patches/v0.0.1/ changed since %s was applied"
+                         % src, name, "scripts/uvpatch apply`",
+                         "git checkout -- patches/v0.0.1/ deps.json")
+        self.assertNotIn("out/src", res.stderr)
         self.assertEqual(res.returncode, 6)
         self.assertEqual(self.files(), before)
         # After apply, refresh keeps the edit.

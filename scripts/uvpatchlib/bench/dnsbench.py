@@ -487,7 +487,7 @@ def measure(manifest, out, folder, quick=False, pairs=None, source=None):
 
 
 def report_folder(out, report_path):
-    """Where dns-report.json goes: beside --report, else out/bench."""
+    """Where dns-report.json goes: beside --report, else out/<base>/bench."""
     return os.path.dirname(os.path.abspath(report_path)) if report_path \
         else os.path.join(out, "bench")
 

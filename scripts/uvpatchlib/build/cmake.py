@@ -1,7 +1,7 @@
 """Configuring and building with CMake's Ninja generator.
 
 Each variant (target, patched or base, config) has its own folder under
-out/build/, with three CMake projects: libuv itself (its static library
+out/<base>/build/, with three CMake projects: libuv itself (its static library
 and test runner), tests/regress and tests/bench, linked against that
 library.
 """

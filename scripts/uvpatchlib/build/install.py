@@ -219,7 +219,7 @@ def install(manifest, variant, prefix, applied=None):
     ``prefix``, installs it with CMake's install rules beside the prefix,
     writes the provenance file there and swaps the whole in. Returns
     {relative path: "mode blob-id"} of what was installed. ``applied``,
-    (commit of out/src, its series entries), names a prefix of the
+    (commit of out/<base>/src, its series entries), names a prefix of the
     series that ``variant.source`` holds (bench --only dns-insn)."""
     _check_name(prefix)
     prefix = os.path.abspath(prefix)

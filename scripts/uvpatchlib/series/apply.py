@@ -1,6 +1,7 @@
-"""Building out/src: the pristine tree as a base commit, one commit a patch.
+"""Building out/<base>/src: the pristine tree as a base commit, one commit
+a patch.
 
-The work happens in out/.src.new and is renamed into place only when the
+The work happens in out/<base>/.src.new and is renamed into place only when the
 whole series applied, so a failure or a crash leaves the previous tree.
 """
 

@@ -89,9 +89,10 @@ def _restore(before):
             pass  # the error being raised says what went wrong
 
 
-def _check_applied(manifest, state):
-    """Refuses when deps.json or patches/ changed since out/src was
-    applied: refresh would write the older series over that change."""
+def _check_applied(manifest, state, shown):
+    """Refuses when deps.json or patches/<base>/ changed since ``shown``
+    (out/<base>/src) was applied: refresh would write the older series
+    over that change."""
     applied = {p["file"]: p["sha256"] for p in state["patches"]}
     now = wanted_state(manifest)
     changed = []
@@ -105,15 +106,17 @@ def _check_applied(manifest, state):
     changed += ["%s (removed)" % f for f in applied
                 if f not in {e["file"] for e in now["patches"]}]
     if changed:
+        patches = "patches/%s/" % manifest.name
         raise UvPatchError(
-            "patches/ changed since out/src was applied: %s; refresh would "
-            "overwrite that with the older series in out/src"
-            % ", ".join(changed),
-            hint="to keep the change in patches/, run `scripts/uvpatch "
-                 "apply` (with --discard if out/src has commits of its "
-                 "own), then refresh; to keep out/src instead, restore "
-                 "patches/ and deps.json (git checkout -- patches "
-                 "deps.json)", status=EXIT_STATE)
+            "%s changed since %s was applied: %s; refresh would overwrite "
+            "that with the older series in %s"
+            % (patches, shown, ", ".join(changed), shown),
+            hint="to keep the change in %s, run `scripts/uvpatch apply%s` "
+                 "(with --discard if %s has commits of its own), then "
+                 "refresh; to keep %s instead, restore %s and deps.json "
+                 "(git checkout -- %s deps.json)"
+                 % (patches, manifest.base_option, shown, shown, patches,
+                    patches), status=EXIT_STATE)
 
 
 def refresh(manifest, out, src=None, priors=None):
@@ -130,7 +133,7 @@ def refresh(manifest, out, src=None, priors=None):
                                 % (manifest.base_option, shown),
                            status=EXIT_STATE)
     if own:
-        _check_applied(manifest, state)
+        _check_applied(manifest, state, shown)
     dirty = subproc.git_out(["status", "--porcelain"], cwd=src)
     if dirty:
         raise UvPatchError("%s has uncommitted edits:\n  " % shown
@@ -220,7 +223,7 @@ def refresh(manifest, out, src=None, priors=None):
         except BaseException:
             _restore(before)
             raise
-    # out/src now matches patches/ again: record it, so apply is a no-op.
+    # out/<base>/src matches patches/ again: record it, so apply is a no-op.
     state["patches"] = [{"file": e["file"], "sha256": e["sha256"],
                          "commit": c} for e, c in zip(series, commits)]
     state["head"] = head

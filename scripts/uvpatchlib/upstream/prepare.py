@@ -136,7 +136,8 @@ def prepare(manifest, out, dest, onto=None, source=None, wanted=(),
     chosen = [e for e in chosen if not _is_backport(e)]
     if not chosen:
         raise UvPatchError("the series is empty: nothing to send upstream",
-                           hint="add patches first (see README.md)",
+                           hint="add patches first (see CONTRIBUTING.md, "
+                                "Add a patch to a series)",
                            status=EXIT_USAGE)
     patches = {e["file"]: _read(manifest, e) for e in manifest.series}
     for e in chosen:
