@@ -256,7 +256,7 @@ def _branches(manifest, work, base, label, chosen, patches, who):
         mail = os.path.join(folder, e["file"])
         write_atomic(mail, _mail(patch, e, who))
         items.append(prdeps.Item(e["file"], mail, patch.files,
-                                  _weight(patch, k)))
+                                 _weight(patch, k)))
     needs = prdeps.plan(work, base, items)
     wanted = [i for i in items if i.name in {e["file"] for e in chosen}]
     for item in wanted:

@@ -52,7 +52,7 @@ def start(manifest, out_root, ref, source=None, name=None, nearest=True):
         entry = Fetcher(target).fetch(found["fetch_from"])
         if nearest:
             manifest = choose.choose(manifest, out_root, found, entry,
-                                        also)
+                                     also)
             onto, notes = base_entry(manifest, found, name)
             target = validate(manifest.doc_with(onto), manifest.root,
                               check_files=False, base=onto["name"])
