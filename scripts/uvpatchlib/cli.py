@@ -225,8 +225,9 @@ def _add_rebase_options(p):
                         "tag, or `git describe` of its commit)")
     p.add_argument("--source", metavar="SRC",
                    help="where REF is: a git repository or bundle (default: "
-                        "deps.json's git source), or a tarball or directory "
-                        "of the new tree (REF is then its label)")
+                        "UVPATCH_SOURCE, else deps.json's git source), or a "
+                        "tarball or directory of the new tree (REF is then "
+                        "its label)")
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--onto", metavar="REF",
                       help="the upstream tag, branch or commit to move to "
