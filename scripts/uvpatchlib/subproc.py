@@ -25,7 +25,7 @@ def run(cmd, cwd=None, env=None, capture=False, check=True, input=None,
         full_env = dict(os.environ if inherit is None else inherit)
         full_env.update(env or {})
     try:
-        proc = subprocess.run(
+        res = subprocess.run(
             cmd, cwd=cwd, env=full_env, input=input, timeout=timeout,
             stdout=subprocess.PIPE if capture else sys.stderr,
             stderr=subprocess.PIPE if capture else None,
@@ -39,16 +39,16 @@ def run(cmd, cwd=None, env=None, capture=False, check=True, input=None,
                            % (what or cmd[0], timeout, shlex.join(cmd)),
                            hint="check that it is not waiting for input or "
                                 "the network")
-    if check and proc.returncode != 0:
+    if check and res.returncode != 0:
         detail = ""
-        if capture and proc.stderr.strip():
-            detail = "\n" + proc.stderr.strip()
+        if capture and res.stderr.strip():
+            detail = "\n" + res.stderr.strip()
         raise UvPatchError(
             "%s failed with exit status %d: %s%s"
-            % (what or cmd[0], proc.returncode, shlex.join(cmd), detail),
+            % (what or cmd[0], res.returncode, shlex.join(cmd), detail),
             hint="run the command by hand to see all of its output",
             status=EXIT_FAILURE)
-    return proc
+    return res
 
 
 # What of the user's GIT_* environment reaches the tool's git: how to
