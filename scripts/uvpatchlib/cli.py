@@ -5,7 +5,7 @@ import errno
 import os
 import sys
 
-from . import VERSION, proc
+from . import VERSION, console
 from .errors import UvPatchError, EXIT_USAGE
 from .fsutil import Lock
 from .series.manifest import load
@@ -20,7 +20,7 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
 
 def cmd_fetch(args, manifest):
     from .source.fetch import Fetcher
-    proc.step("fetch")  # apply_series says it itself
+    console.step("fetch")  # apply_series says it itself
     entry = Fetcher(manifest).fetch(args.source)
     print(entry.tree_dir)
 
@@ -49,8 +49,8 @@ def cmd_build(args, manifest):
 def cmd_test(args, manifest):
     from .verify.consumers import test_consumers
     from .verify.testing import test
-    from .report.bench import smoke
-    from .report.dnsbench import smoke as dns_smoke
+    from .bench.command import smoke
+    from .bench.dnsbench import smoke as dns_smoke
     # Without --base: every base, the default first and in full.
     names = [args.base] if args.base else \
         [manifest.name] + [b["name"] for b in manifest.doc["bases"]
@@ -88,19 +88,19 @@ def _add_bases_options(p):
 
 def cmd_refresh(args, manifest):
     from .series.refresh import refresh
-    proc.step("refresh")
+    console.step("refresh")
     with Lock(args.out, "refresh"):
         refresh(manifest, args.out)
 
 
 def cmd_check(args, manifest):
     from .series.check import check
-    proc.step("check")
+    console.step("check")
     with Lock(args.out, "check"):
         failed = check(manifest, args.out, _print_result)
         if args.bisect and not failed:
             from .verify.bisect import bisect
-            proc.step("check --bisect")
+            console.step("check --bisect")
             failed = bisect(manifest, args.out, _print_result)
     if failed:
         raise UvPatchError("%d check(s) of the series failed" % failed,
@@ -108,7 +108,8 @@ def cmd_check(args, manifest):
                                 "and run `scripts/uvpatch refresh%s`; a "
                                 "missing proof case or no_proof reason goes "
                                 "in deps.json (CONTRIBUTING.md)"
-                                % (proc.shown(os.path.join(args.out, "src")),
+                                % (console.shown(os.path.join(args.out,
+                                                              "src")),
                                    manifest.base_option))
 
 
@@ -135,7 +136,7 @@ def cmd_rebase(args, manifest):
 
 
 def cmd_bench(args, manifest):
-    from .report import analyse, bench, compare as comparing
+    from .bench import analyse, command, compare as comparing
     compare = args.compare or []
     if len(compare) > 2:
         raise UvPatchError("--compare takes OLD.json, or OLD.json NEW.json",
@@ -146,7 +147,7 @@ def cmd_bench(args, manifest):
     if len(reports) == 2:
         print(comparing.compare(reports[0], reports[1]), end="")
         return
-    from .report import dnsbench  # --only dns: named, kresd, dnsperf
+    from .bench import dnsbench  # --only dns: named, kresd, dnsperf
     only, dns = dnsbench.split_only(args.only)
     old_part = comparing.part(reports[0]) if reports else None
     if reports and not (old_part in dns if old_part else only or not dns):
@@ -165,7 +166,7 @@ def cmd_bench(args, manifest):
                                    source=args.source), end="")
                 written = "dns-report.json"
             else:
-                from .report import dnsinsn  # valgrind's callgrind
+                from .bench import dnsinsn  # valgrind's callgrind
                 print(dnsinsn.run(manifest, args.out, quick=args.quick,
                                   reps=args.pairs, report_path=args.report,
                                   source=args.source), end="")
@@ -178,9 +179,9 @@ def cmd_bench(args, manifest):
     if dns and not only:
         return
     with Lock(args.out, "bench"):
-        json_path = bench.run(manifest, args.out, quick=args.quick,
-                              only=only, report_path=args.report,
-                              source=args.source)
+        json_path = command.run(manifest, args.out, quick=args.quick,
+                                only=only, report_path=args.report,
+                                source=args.source)
     print(json_path[:-5] + ".md")
     if reports and not old_part:
         print(analyse.compare(reports[0], analyse.load_report(json_path)),
@@ -224,8 +225,9 @@ def _add_rebase_options(p):
                         "tag, or `git describe` of its commit)")
     p.add_argument("--source", metavar="SRC",
                    help="where REF is: a git repository or bundle (default: "
-                        "deps.json's git source), or a tarball or directory "
-                        "of the new tree (REF is then its label)")
+                        "UVPATCH_SOURCE, else deps.json's git source), or a "
+                        "tarball or directory of the new tree (REF is then "
+                        "its label)")
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--onto", metavar="REF",
                       help="the upstream tag, branch or commit to move to "
@@ -233,13 +235,13 @@ def _add_rebase_options(p):
                            "v1.51.0)")
     what.add_argument("--continue", dest="resume", action="store_true",
                       help="go on after resolving a conflict in "
-                           "out/<base>/rebase")
+                           "out/rebase")
     what.add_argument("--abort", action="store_true",
                       help="drop the rebase in progress")
 
 
 def cmd_results(args, manifest):
-    from .report.results import write_results
+    from .verify.results import write_results
     print(write_results(manifest, args.out_root, args.write or os.path.join(
         args.repo, "docs", "results.md")))
 
@@ -258,7 +260,8 @@ def cmd_upstream(args, manifest):
                                 "fix the patch in %s and `scripts/uvpatch "
                                 "refresh%s`; DEST holds the branches and "
                                 "says what failed"
-                                % (proc.shown(os.path.join(args.out, "src")),
+                                % (console.shown(os.path.join(args.out,
+                                                              "src")),
                                    manifest.base_option))
 
 
@@ -322,7 +325,7 @@ COMMANDS = {
                   help="also build each prefix of the series and run its "
                        "tests (slow)")]),
     "rebase": (cmd_rebase, "move the series to another upstream commit "
-               "(three-way merge in out/<base>/rebase)",
+               "(three-way merge in out/rebase)",
                [_add_rebase_options]),
     "refresh": (cmd_refresh, "rewrite patches/ and deps.json from the "
                 "commits in out/<base>/src", [_add_base]),
@@ -437,7 +440,7 @@ def main(argv=None):
         args = p.parse_args(argv)
     except SystemExit as e:
         return e.code if isinstance(e.code, int) else EXIT_USAGE
-    proc.VERBOSE = args.verbose
+    console.VERBOSE = args.verbose
     args.out_root = os.path.abspath(args.out or os.path.join(args.repo,
                                                              "out"))
     try:

@@ -10,7 +10,7 @@ import sys
 import tempfile
 
 from .errors import UvPatchError, EXIT_STATE
-from .proc import note
+from .console import note
 
 
 def write_atomic(path, data, tmp=None):

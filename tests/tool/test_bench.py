@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 
 from fixture import World, write
 
-from uvpatchlib.report import analyse, figures, measure, render, svg, timers
+from uvpatchlib.bench import analyse, figures, measure, render, svg, timers
 from uvpatchlib.errors import UvPatchError
 
 SVG_NS = "{http://www.w3.org/2000/svg}"

@@ -14,7 +14,7 @@ from unittest import mock
 from fixture import World  # (and scripts/ on sys.path)
 
 from uvpatchlib import cli
-from uvpatchlib.report import compare, dnsbench, dnsparse, insnparse
+from uvpatchlib.bench import compare, dnsbench, dnsparse, insnparse
 from uvpatchlib.errors import UvPatchError
 
 DNSPERF = """DNS Performance Testing Tool
@@ -292,7 +292,7 @@ class OnlyTest(unittest.TestCase):
                          (["dns-insn"], ["old.json"]))
 
     def test_rounds_interleave(self):
-        from uvpatchlib.report.figures import rounds
+        from uvpatchlib.bench.figures import rounds
         order = [(r, n) for r, n, _ in rounds(2, {"base": 1, "patched": 2})]
         self.assertEqual(order, [(0, "base"), (0, "patched"),
                                  (1, "patched"), (1, "base")])

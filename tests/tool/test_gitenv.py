@@ -12,7 +12,7 @@ from unittest import mock
 
 from fixture import TOOL, World, git, write
 
-from uvpatchlib import proc
+from uvpatchlib import subproc
 
 CORE = "".join("int line%d = %d;\n" % (i, i) for i in range(40))
 
@@ -35,11 +35,11 @@ class GitEnvironTest(World):
             "GIT_SSL_CAINFO": "/kept/ca.pem",
         }
         with mock.patch.dict(os.environ, hostile):
-            env = proc.git_environ()
-            top = proc.git_out(["rev-parse", "--show-toplevel"],
-                               cwd=self.upstream)
-            index = proc.git_out(["rev-parse", "--git-path", "index"],
-                                 cwd=self.upstream)
+            env = subproc.git_environ()
+            top = subproc.git_out(["rev-parse", "--show-toplevel"],
+                                  cwd=self.upstream)
+            index = subproc.git_out(["rev-parse", "--git-path", "index"],
+                                    cwd=self.upstream)
         self.assertEqual(os.path.realpath(top),
                          os.path.realpath(self.upstream))
         self.assertEqual(index, ".git/index")

@@ -10,11 +10,10 @@ from fixture import REPO
 
 LIB = os.path.join(REPO, "scripts", "uvpatchlib")
 MAX_LINES = 600
-# The pipeline, in order; errors, proc and fsutil are below every stage,
-# cli (and
-# pyunit, the test runner's entry point) above them all.
-STAGES = ("source", "series", "build", "verify", "report", "upstream")
-TOP = ("uvpatchlib.cli", "uvpatchlib.pyunit")
+# The pipeline, in order; the shared basics (errors, console, subproc,
+# fsutil) are below every stage, cli above them all.
+STAGES = ("source", "series", "build", "verify", "bench", "upstream")
+TOP = ("uvpatchlib.cli",)
 
 
 def modules():
@@ -67,7 +66,7 @@ def rank(name):
     parts = name.split(".")
     if len(parts) > 1 and parts[1] in STAGES:
         return STAGES.index(parts[1])
-    return -1  # the shared basics: errors, proc, fsutil, the package
+    return -1  # the shared basics: errors, console, subproc, fsutil
 
 
 class LayoutTest(unittest.TestCase):
@@ -106,6 +105,27 @@ class LayoutTest(unittest.TestCase):
                  for name, deps in sorted(self.graph.items())
                  for dep in sorted(deps) if rank(dep) > rank(name)]
         self.assertEqual(wrong, [])
+
+    def test_the_tool_suite_runner_imports_nothing_of_the_tool(self):
+        # It runs in a process of its own; the tests import what they test.
+        self.assertEqual(self.graph["uvpatchlib.verify.toolsuite"], set())
+
+    def test_uvpatch_source_is_read_in_one_place(self):
+        # Every source is fetched in source/fetch.py, the mirror with them.
+        readers = []
+        for name, path in sorted(self.modules.items()):
+            with open(path, encoding="utf-8") as f:
+                tree = ast.parse(f.read(), path)
+            for node in ast.walk(tree):
+                # os.environ.get(NAME), os.getenv(NAME), os.environ[NAME],
+                # NAME in os.environ
+                used = node.args if isinstance(node, ast.Call) else \
+                    [node.slice] if isinstance(node, ast.Subscript) else \
+                    [node.left] if isinstance(node, ast.Compare) else []
+                if any(isinstance(u, ast.Constant) and
+                       u.value == "UVPATCH_SOURCE" for u in used):
+                    readers.append(name)
+        self.assertEqual(readers, ["uvpatchlib.source.fetch"])
 
     def test_no_module_over_600_lines(self):
         long = []

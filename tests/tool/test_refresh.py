@@ -54,6 +54,32 @@ class RefreshTest(World):
         # out/src matches patches/ again: apply has nothing to do.
         self.assertIn("up to date", self.tool("apply").stderr)
 
+    def test_encoded_subject_round_trips(self):
+        # refresh writes a subject that is not ASCII as RFC 2047 encoded
+        # words; reading the patch back gives the subject as typed.
+        from uvpatchlib.series.patchfile import Patch, header
+        subject = "timer: caf\u00e9 \u2019s timer_a, long enough that git " \
+            "folds it"
+        src = os.path.join(self.work, "src")
+        write(os.path.join(src, "src", "timer.c"), "int timer_a = 9;\n")
+        git(["commit", "-q", "-a", "-m", subject + "\n\n"
+             "Upstream-Status: Pending\n"], src)
+        self.assertOk(self.tool("refresh"))
+        entry = self.base_now()["series"][1]
+        with open(os.path.join(self.patches, entry["file"]),
+                  encoding="utf-8", newline="") as f:
+            text = f.read()
+        head = text[:text.index("\n\n")]
+        self.assertIn("Subject: [PATCH] =?UTF-8?q?", head)
+        self.assertTrue(head.isascii())
+        self.assertEqual(Patch(text).subject, subject)
+        self.assertEqual(header(text)["Subject"], "[PATCH] " + subject)
+        self.assertEqual(entry["summary"], subject)
+        # Read back the same way, so a second refresh changes nothing.
+        before = self.files()
+        self.assertIn("up to date", self.tool("refresh").stderr)
+        self.assertEqual(self.files(), before)
+
     def test_amended_commit_updates_patch_and_hash(self):
         src = os.path.join(self.work, "src")
         core = open(os.path.join(src, "src", "core.c")).read()
@@ -88,8 +114,11 @@ class RefreshTest(World):
               json.dumps(deps, indent=2) + "\n")
         before = self.files()
         res = self.tool("refresh")
-        self.assertFails(res, "patches/ changed since out/src was applied",
-                         name, "scripts/uvpatch apply")
+        src = os.path.join(self.work, "src")
+        self.assertFails(res, "patches/v0.0.1/ changed since %s was applied"
+                         % src, name, "scripts/uvpatch apply`",
+                         "git checkout -- patches/v0.0.1/ deps.json")
+        self.assertNotIn("out/src", res.stderr)
         self.assertEqual(res.returncode, 6)
         self.assertEqual(self.files(), before)
         # After apply, refresh keeps the edit.

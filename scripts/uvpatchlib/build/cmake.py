@@ -1,7 +1,7 @@
 """Configuring and building with CMake's Ninja generator.
 
 Each variant (target, patched or base, config) has its own folder under
-out/build/, with three CMake projects: libuv itself (its static library
+out/<base>/build/, with three CMake projects: libuv itself (its static library
 and test runner), tests/regress and tests/bench, linked against that
 library.
 """
@@ -12,7 +12,7 @@ import os
 import platform
 import shutil
 
-from .. import proc
+from .. import console, subproc
 from ..errors import UvPatchError, EXIT_FAILURE, EXIT_USAGE
 from ..fsutil import write_atomic
 from ..series.apply import apply_series, export_base
@@ -192,16 +192,16 @@ def _configure(source, build_dir, args):
     except (OSError, ValueError):
         pass
     os.makedirs(build_dir, exist_ok=True)
-    proc.run(["cmake", "-S", source, "-B", build_dir] + args,
-             capture=not proc.VERBOSE, what="cmake (configure %s)"
-             % os.path.basename(build_dir))
+    subproc.run(["cmake", "-S", source, "-B", build_dir] + args,
+                capture=not console.VERBOSE, what="cmake (configure %s)"
+                % os.path.basename(build_dir))
     write_atomic(stamp, json.dumps(wanted) + "\n")
 
 
 def _ninja(build_dir, targets=()):
-    res = proc.run(["ninja", "-C", build_dir] + list(targets),
-                   env=_ccache_env(build_dir) if _ccache() else None,
-                   capture=True, check=False, what="ninja")
+    res = subproc.run(["ninja", "-C", build_dir] + list(targets),
+                      env=_ccache_env(build_dir) if _ccache() else None,
+                      capture=True, check=False, what="ninja")
     if res.returncode != 0:
         tail = "\n".join((res.stdout + res.stderr).strip()
                          .splitlines()[-30:])
@@ -211,7 +211,7 @@ def _ninja(build_dir, targets=()):
                            hint="fix the error shown above; `scripts/uvpatch "
                                 "-v build` shows every command",
                            status=EXIT_FAILURE)
-    if proc.VERBOSE:
+    if console.VERBOSE:
         print(res.stdout, end="", flush=True)
     return "no work to do" not in res.stdout
 
@@ -246,7 +246,7 @@ def build_tree(variant, libuv_only=False):
     """Configures (when needed) and builds one variant's three projects;
     with ``libuv_only``, libuv and its test runner alone."""
     root = variant.root
-    proc.step("build %s" % variant.name)
+    console.step("build %s" % variant.name)
     args = _common_args(variant)
     _configure(variant.source, variant.libuv_dir,
                args + ["-DBUILD_TESTING=ON", "-DLIBUV_BUILD_BENCH=OFF"])
@@ -264,6 +264,6 @@ def build_tree(variant, libuv_only=False):
     if os.path.isfile(os.path.join(bench, "CMakeLists.txt")):
         _configure(bench, variant.bench_dir, linked)
         did = _ninja(variant.bench_dir) or did
-    proc.note("%s: %s" % (variant.name, "built" if did else "up to date"))
+    console.note("%s: %s" % (variant.name, "built" if did else "up to date"))
     return variant
 

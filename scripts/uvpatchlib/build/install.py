@@ -31,7 +31,7 @@ import json
 import os
 import shlex
 
-from .. import proc
+from .. import console, subproc
 from ..errors import UvPatchError, EXIT_FAILURE, EXIT_STATE, EXIT_USAGE
 from ..fsutil import Lock, remove_tree, write_atomic
 from ..source.gittree import file_ids
@@ -161,11 +161,11 @@ def recover(real):
     left = [p for p in (places.old, places.new, places.journal,
                         places.journal + ".new") if os.path.lexists(p)]
     if not os.path.lexists(real) and os.path.isdir(places.old):
-        proc.note("%s: put back the earlier install an interrupted run "
-                  "had moved aside" % real)
+        console.note("%s: put back the earlier install an interrupted run "
+                     "had moved aside" % real)
     swap.recover(places)
     for path in left:
-        proc.note("removed %s, left by an interrupted install" % path)
+        console.note("removed %s, left by an interrupted install" % path)
 
 
 def _check_content(prefix, real):
@@ -219,13 +219,13 @@ def install(manifest, variant, prefix, applied=None):
     ``prefix``, installs it with CMake's install rules beside the prefix,
     writes the provenance file there and swaps the whole in. Returns
     {relative path: "mode blob-id"} of what was installed. ``applied``,
-    (commit of out/src, its series entries), names a prefix of the
+    (commit of out/<base>/src, its series entries), names a prefix of the
     series that ``variant.source`` holds (bench --only dns-insn)."""
     _check_name(prefix)
     prefix = os.path.abspath(prefix)
     real = os.path.realpath(prefix)
     _check_place(prefix, real, manifest)
-    proc.step("install %s into %s" % (variant.name, real))
+    console.step("install %s into %s" % (variant.name, real))
     build_dir = install_dir(variant)
     _configure(variant.source, build_dir, _common_args(variant) + [
         "-DCMAKE_INSTALL_PREFIX=" + real,
@@ -236,8 +236,8 @@ def install(manifest, variant, prefix, applied=None):
     _ninja(build_dir)
     rev = applied[0] if applied else "HEAD" if variant.patched \
         else BASE_TAG
-    source = proc.git_out(["rev-parse", rev + "^{tree}"],
-                          cwd=os.path.join(variant.out, "src"))
+    source = subproc.git_out(["rev-parse", rev + "^{tree}"],
+                             cwd=os.path.join(variant.out, "src"))
     extra = {"installed_from": {"tree": source, "target": variant.target,
                                 "config": variant.config}}
     with _lock(real):
@@ -253,8 +253,8 @@ def install(manifest, variant, prefix, applied=None):
         swap.swap_in(_places(real), ours)
     libs = sorted(p for p in files
                   if p.startswith(("lib/", "bin/")) and "/" not in p[4:])
-    proc.note("installed %d files (%s) in %s"
-              % (len(files), ", ".join(libs), real))
+    console.note("installed %d files (%s) in %s"
+                 % (len(files), ", ".join(libs), real))
     return files
 
 
@@ -265,8 +265,8 @@ def _stage(manifest, variant, build_dir, new, extra, series=None):
     unchanged = "the prefix is unchanged; %s is removed" % new
     try:
         os.makedirs(new)
-        res = proc.run(cmd, capture=True, check=False,
-                       what="cmake --install")
+        res = subproc.run(cmd, capture=True, check=False,
+                          what="cmake --install")
         output = (res.stdout + res.stderr).strip()
         if res.returncode != 0:
             # CMake wraps its lines: look at the words.
@@ -279,7 +279,7 @@ def _stage(manifest, variant, build_dir, new, extra, series=None):
                      "--prefix` again" % os.path.dirname(new) if full else
                      "fix the error shown above, then run `build --prefix` "
                      "again", status=EXIT_FAILURE)
-        if proc.VERBOSE:
+        if console.VERBOSE:
             print(res.stdout, end="", flush=True)
         _check_installed(build_dir, new)
         files, tree = file_ids(new)

@@ -14,7 +14,7 @@ empty folders, FIFOs) is kept, and so are DEST's mode, owner and ACL
 import json
 import os
 
-from .. import VERSION, proc
+from .. import VERSION, console, subproc
 from ..errors import UvPatchError, EXIT_STATE, EXIT_USAGE
 from ..fsutil import Lock, remove_tree
 from ..source.gittree import file_ids
@@ -117,8 +117,8 @@ def _export(src, rev, work, index):
     """Writes the files of ``rev`` of the repository ``src`` to ``work``."""
     env = {"GIT_INDEX_FILE": index, "GIT_WORK_TREE": work}
     try:
-        proc.git(["read-tree", rev], cwd=src, env=env)
-        proc.git(["checkout-index", "-a", "-f"], cwd=src, env=env)
+        subproc.git(["read-tree", rev], cwd=src, env=env)
+        subproc.git(["checkout-index", "-a", "-f"], cwd=src, env=env)
     finally:
         remove_tree(index)
 
@@ -173,12 +173,12 @@ def vendor(manifest, out, dest, patched=True, force=False, source=None):
         swap.recover(places)
         edits = _check_local(dest, force)
         if edits:
-            proc.note("--force: overwriting %d local edit(s) in %s"
-                      % (len(edits), dest))
+            console.note("--force: overwriting %d local edit(s) in %s"
+                         % (len(edits), dest))
         src = apply_series(manifest, out, source=source)
-        proc.step("vendor")
+        console.step("vendor")
         rev = "HEAD" if patched else BASE_TAG
-        want = proc.git_out(["rev-parse", rev + "^{tree}"], cwd=src)
+        want = subproc.git_out(["rev-parse", rev + "^{tree}"], cwd=src)
         scratch = places.new
         try:
             os.makedirs(scratch)
@@ -218,8 +218,8 @@ def vendor(manifest, out, dest, patched=True, force=False, source=None):
                          else set())
         finally:
             swap.recover(places)
-    proc.note("%s: %d files, tree %s (%s)"
-              % (dest, len(files), tree[:12],
-                 "%d patches" % len(manifest.series) if patched
-                 else "unpatched"))
+    console.note("%s: %d files, tree %s (%s)"
+                 % (dest, len(files), tree[:12],
+                    "%d patches" % len(manifest.series) if patched
+                    else "unpatched"))
     return dest, tree

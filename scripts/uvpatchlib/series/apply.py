@@ -1,6 +1,7 @@
-"""Building out/src: the pristine tree as a base commit, one commit a patch.
+"""Building out/<base>/src: the pristine tree as a base commit, one commit
+a patch.
 
-The work happens in out/.src.new and is renamed into place only when the
+The work happens in out/<base>/.src.new and is renamed into place only when the
 whole series applied, so a failure or a crash leaves the previous tree.
 """
 
@@ -8,7 +9,7 @@ import json
 import os
 import re
 
-from .. import proc
+from .. import console, subproc
 from ..errors import UvPatchError, EXIT_APPLY, EXIT_STATE
 from ..source.extract import copy_tree
 from ..source.fetch import Fetcher
@@ -63,18 +64,18 @@ def local_changes(src, state):
     """What out/<base>/src holds beyond the applied series: commits and
     edits."""
     changes = []
-    head = proc.git(["rev-parse", "-q", "--verify", "HEAD"], cwd=src,
-                    check=False).stdout.strip()
+    head = subproc.git(["rev-parse", "-q", "--verify", "HEAD"], cwd=src,
+                       check=False).stdout.strip()
     if state is None:
         return ["%s was not made by `scripts/uvpatch apply`"
-                % proc.shown(src)]
+                % console.shown(src)]
     if head != state["head"]:
-        log = proc.git(["log", "--oneline", "%s..HEAD" % state["head"]],
-                       cwd=src, check=False).stdout.strip()
+        log = subproc.git(["log", "--oneline", "%s..HEAD" % state["head"]],
+                          cwd=src, check=False).stdout.strip()
         changes.append("commits not in patches/: "
                        + (log.replace("\n", "; ") or "HEAD moved to "
                           + head[:12]))
-    status = proc.git_out(["status", "--porcelain"], cwd=src)
+    status = subproc.git_out(["status", "--porcelain"], cwd=src)
     if status:
         changes.append("uncommitted edits: "
                        + "; ".join(status.splitlines()[:10]))
@@ -91,24 +92,24 @@ def apply_series(manifest, out, source=None, discard=False):
         if changes and not discard:
             raise UvPatchError(
                 "%s has work that is not in patches/:\n  "
-                % proc.shown(src) + "\n  ".join(changes),
+                % console.shown(src) + "\n  ".join(changes),
                 hint="to keep it, run `scripts/uvpatch refresh%s` (it "
                      "rewrites patches/%s/ from the commits in %s); to "
                      "drop it, run `scripts/uvpatch apply%s --discard`"
-                % (manifest.base_option, manifest.name, proc.shown(src),
+                % (manifest.base_option, manifest.name, console.shown(src),
                    manifest.base_option),
                 status=EXIT_STATE)
         if not changes and _same_series(state, wanted_state(manifest)):
-            proc.note("%s is up to date (%d patches)"
-                      % (proc.shown(src), len(manifest.series)))
+            console.note("%s is up to date (%d patches)"
+                         % (console.shown(src), len(manifest.series)))
             return src
 
-    proc.step("fetch")
+    console.step("fetch")
     entry = Fetcher(manifest).fetch(source)
-    proc.step("apply")
+    console.step("apply")
     if not manifest.series:
-        proc.note("the series is empty: %s is the pristine tree"
-                  % proc.shown(src))
+        console.note("the series is empty: %s is the pristine tree"
+                     % console.shown(src))
     work = os.path.join(out, ".src.new")
     remove_tree(work)
     try:
@@ -121,35 +122,36 @@ def apply_series(manifest, out, source=None, discard=False):
     if os.path.isdir(src):
         _keep_mtimes(src, work)
     replace_dir(work, src)
-    proc.note("%s: %d patches on %s" % (proc.shown(src),
-                                        len(manifest.series),
-                                        manifest.commit[:12]))
+    console.note("%s: %d patches on %s" % (console.shown(src),
+                                           len(manifest.series),
+                                           manifest.commit[:12]))
     return src
 
 
 def _build(manifest, entry, work, quiet=False):
     os.makedirs(work)
-    proc.git(["init", "-q", "-b", BRANCH], cwd=work)
+    subproc.git(["init", "-q", "-b", BRANCH], cwd=work)
     if entry.repo:
-        proc.git(["fetch", "-q", "--no-tags", "--update-shallow", "--",
-                  entry.repo, manifest.commit], cwd=work)
-        proc.git(["reset", "-q", "--hard", manifest.commit], cwd=work)
+        subproc.git(["fetch", "-q", "--no-tags", "--update-shallow", "--",
+                     entry.repo, manifest.commit], cwd=work)
+        subproc.git(["reset", "-q", "--hard", manifest.commit], cwd=work)
         # The cache may hold the pinned commit without its parents: say so,
         # or any later walk (format-patch, log) fails on the missing ones.
         declare_shallow(work, manifest.commit)
     else:
         _copy_tree(entry.tree_dir, work)
-        proc.git(["add", "-A", "-f"], cwd=work)
-        proc.git(["commit", "-q", "--no-verify", "-m",
-                  "libuv %s\n\nPristine upstream tree %s (upstream commit "
-                  "%s), imported from a tarball or directory by uvpatch."
-                  % (manifest.upstream["tag"], manifest.tree,
-                     manifest.commit)], cwd=work, env=BASE_IDENTITY)
-    base = proc.git_out(["rev-parse", "HEAD"], cwd=work)
-    if proc.git_out(["rev-parse", "HEAD^{tree}"], cwd=work) != manifest.tree:
+        subproc.git(["add", "-A", "-f"], cwd=work)
+        subproc.git(["commit", "-q", "--no-verify", "-m",
+                     "libuv %s\n\nPristine upstream tree %s (upstream commit "
+                     "%s), imported from a tarball or directory by uvpatch."
+                     % (manifest.upstream["tag"], manifest.tree,
+                        manifest.commit)], cwd=work, env=BASE_IDENTITY)
+    base = subproc.git_out(["rev-parse", "HEAD"], cwd=work)
+    if subproc.git_out(["rev-parse", "HEAD^{tree}"],
+                       cwd=work) != manifest.tree:
         raise UvPatchError("the base commit does not have tree %s"
                            % manifest.tree, status=EXIT_APPLY)
-    proc.git(["tag", BASE_TAG], cwd=work)
+    subproc.git(["tag", BASE_TAG], cwd=work)
     applied = []
     for entry_ in manifest.series:
         path = manifest.patch_path(entry_)
@@ -157,24 +159,24 @@ def _build(manifest, entry, work, quiet=False):
         applied.append({"file": entry_["file"], "sha256": entry_["sha256"],
                         "commit": commit})
         if not quiet:
-            proc.note("applied %s" % entry_["file"])
+            console.note("applied %s" % entry_["file"])
     return {"tree": manifest.tree, "base": base, "patches": applied,
-            "head": proc.git_out(["rev-parse", "HEAD"], cwd=work)}
+            "head": subproc.git_out(["rev-parse", "HEAD"], cwd=work)}
 
 
 def declare_shallow(repo, commit):
     """Lists ``commit`` in the repository's shallow file when a parent of
     it is missing (the cache keeps only the pinned commit)."""
     # cat-file, not rev-list: that one walks into the missing parents.
-    parents = [ln.split()[1] for ln in proc.git_out(
+    parents = [ln.split()[1] for ln in subproc.git_out(
         ["cat-file", "commit", commit], cwd=repo).split("\n\n")[0]
         .splitlines() if ln.startswith("parent ")]
-    missing = [p for p in parents if proc.git(
+    missing = [p for p in parents if subproc.git(
         ["cat-file", "-e", p + "^{commit}"], cwd=repo,
         check=False).returncode != 0]
     if not missing:
         return
-    path = os.path.join(repo, proc.git_out(
+    path = os.path.join(repo, subproc.git_out(
         ["rev-parse", "--git-path", "shallow"], cwd=repo))
     try:
         with open(path, encoding="utf-8") as f:
@@ -187,7 +189,7 @@ def declare_shallow(repo, commit):
 
 def _blobs(repo):
     """{path: blob id} of a repository's index."""
-    res = proc.git(["ls-files", "-s", "-z"], cwd=repo, check=False)
+    res = subproc.git(["ls-files", "-s", "-z"], cwd=repo, check=False)
     found = {}
     for record in res.stdout.split("\0"):
         if record:
@@ -225,14 +227,14 @@ def _apply_one(work, path, name):
     if problem:
         raise UvPatchError("%s: %s" % (name, problem[0]), hint=problem[1],
                            status=EXIT_APPLY)
-    res = proc.git(["am", "-q", "--whitespace=error",
-                    "--committer-date-is-author-date", "--", path],
-                   cwd=work, env=AM_IDENTITY, check=False)
+    res = subproc.git(["am", "-q", "--whitespace=error",
+                       "--committer-date-is-author-date", "--", path],
+                      cwd=work, env=AM_IDENTITY, check=False)
     if res.returncode != 0:
         detail = (res.stdout + res.stderr).strip()
-        proc.git(["am", "--abort"], cwd=work, check=False)
-        if proc.git(["apply", "--check", "--", path], cwd=work,
-                    check=False).returncode == 0:
+        subproc.git(["am", "--abort"], cwd=work, check=False)
+        if subproc.git(["apply", "--check", "--", path], cwd=work,
+                       check=False).returncode == 0:
             # The diff fits: git am failed for another reason (a full
             # disk, permissions, a damaged mail header). Say that.
             raise UvPatchError(
@@ -246,7 +248,7 @@ def _apply_one(work, path, name):
                                 "on the pinned tree, or run `scripts/uvpatch "
                                 "rebase` when moving the base",
                            status=EXIT_APPLY)
-    commit = proc.git_out(["rev-parse", "HEAD"], cwd=work)
+    commit = subproc.git_out(["rev-parse", "HEAD"], cwd=work)
     _check_exact(work, commit, patch, name)
     return commit
 
@@ -272,8 +274,8 @@ def _explain_failure(name, patch, detail):
 def _check_exact(work, commit, patch, name):
     """git apply accepts a hunk found at another line (an offset); this
     series does not: the commit's hunks must be where the patch says."""
-    diff = proc.git_out(["diff-tree", "-p", "--no-color", "--no-renames",
-                         "%s^" % commit, commit], cwd=work)
+    diff = subproc.git_out(["diff-tree", "-p", "--no-color", "--no-renames",
+                            "%s^" % commit, commit], cwd=work)
     got = hunk_ranges_of_diff("x\n\n" + diff)
     want = patch.hunk_ranges()
     if got == want:
@@ -299,7 +301,7 @@ def export_base(out):
     src = os.path.join(out, "src")
     state = read_state(src)
     if state is None:
-        raise UvPatchError("%s is missing" % proc.shown(src),
+        raise UvPatchError("%s is missing" % console.shown(src),
                            hint="run `scripts/uvpatch apply` first",
                            status=EXIT_STATE)
     base = os.path.join(out, "base")
@@ -327,8 +329,8 @@ def export_commit(src, commit, dest):
     env = {"GIT_INDEX_FILE": os.path.abspath(index),
            "GIT_WORK_TREE": os.path.abspath(work)}
     try:
-        proc.git(["read-tree", commit], cwd=src, env=env)
-        proc.git(["checkout-index", "-a", "-f"], cwd=src, env=env)
+        subproc.git(["read-tree", commit], cwd=src, env=env)
+        subproc.git(["checkout-index", "-a", "-f"], cwd=src, env=env)
     finally:
         remove_tree(index)
     replace_dir(work, dest)

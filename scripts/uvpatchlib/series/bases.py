@@ -3,8 +3,8 @@ side."""
 
 import os
 
-from ..source.fetch import cache_root, describe_source
-from ..source.gitref import env_source
+from ..source.cache import cache_root
+from ..source.fetch import describe_source, env_source
 from .manifest import validate
 
 

@@ -17,7 +17,6 @@ import os
 import re
 import tempfile
 
-from .. import proc
 from ..errors import UvPatchError
 from .apply import BASE_TAG, apply_series
 from .manifest import UPSTREAM_STATUSES

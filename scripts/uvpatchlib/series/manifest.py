@@ -134,7 +134,7 @@ def _fail(field, problem, fix):
 def _check_fields(obj, kind, where):
     if not isinstance(obj, dict):
         _fail(where or "the top level", "must be an object",
-              "see README.md, deps.json")
+              "see README.md, The bases")
     spec = _FIELDS[kind]
     optional = _OPTIONAL.get(kind, set())
     for key in obj:

@@ -1,6 +1,13 @@
-"""Reading a `git format-patch` file: its header, message and hunks."""
+"""Reading a `git format-patch` file: its header, message and hunks.
 
-import email.header
+The header is a mail header, read by the email package: folded lines
+and RFC 2047 encoded words (which `git format-patch
+--encode-email-headers`, and so refresh, writes for a subject that is not
+ASCII) come out as the text they stand for.
+"""
+
+import email.parser
+import email.policy
 import re
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
@@ -29,15 +36,9 @@ class Patch:
         path = None
         count = 0
         in_header = True
-        subject = []
         for line in self.lines:
             if in_header:
-                if line == "":
-                    in_header = False
-                elif line.startswith("Subject: "):
-                    subject = [line[len("Subject: "):]]
-                elif line.startswith((" ", "\t")) and subject:
-                    subject.append(line)  # a folded header line
+                in_header = line != ""
                 continue
             m = _DIFF.match(line)
             if m:
@@ -51,7 +52,7 @@ class Patch:
                 self.hunks.append(Hunk(path, count, line,
                                        int(m.group(1)), int(m.group(3))))
         self.subject = re.sub(r"^\[PATCH[^\]]*\]\s*", "",
-                              decode_header("\n".join(subject)))
+                              header(self.text).get("Subject") or "")
 
     def hunk_at(self, path, old_line):
         """The hunk of ``path`` whose old range starts at ``old_line``."""
@@ -78,16 +79,13 @@ class Patch:
         return out
 
 
-def decode_header(value):
-    """A header's text: unfolded, its RFC 2047 encoded words (which
-    `git format-patch --encode-email-headers` writes for a subject that is
-    not ASCII) decoded."""
-    unfolded = re.sub(r"\r?\n[ \t]+", " ", value).strip()
-    try:
-        return str(email.header.make_header(
-            email.header.decode_header(unfolded)))
-    except (ValueError, LookupError):
-        return unfolded  # not valid RFC 2047: the text as it stands
+def header(text):
+    """The mail header of a format-patch file (an email.message.Message;
+    its body left unread): each field unfolded, its encoded words
+    decoded. Text that is not valid RFC 2047 stays as it stands."""
+    end = text.find("\n\n")
+    return email.parser.HeaderParser(policy=email.policy.default).parsestr(
+        text if end < 0 else text[:end + 1])
 
 
 def _range(header):

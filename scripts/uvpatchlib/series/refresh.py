@@ -11,7 +11,7 @@ import os
 import re
 import tempfile
 
-from .. import proc
+from .. import console, subproc
 from ..errors import UvPatchError, EXIT_STATE
 from ..fsutil import remove_tree, sha256_file, write_atomic
 from .apply import BASE_TAG, STATE_FILE, read_state, wanted_state
@@ -29,7 +29,7 @@ _STATUS = re.compile(r"^Upstream-Status:\s*([A-Za-z-]+)", re.M)
 
 def format_series(src, base, head, dest):
     """Writes base..head as numbered patches in ``dest``; returns names."""
-    proc.git(FORMAT_PATCH + ["-o", dest, "%s..%s" % (base, head)], cwd=src)
+    subproc.git(FORMAT_PATCH + ["-o", dest, "%s..%s" % (base, head)], cwd=src)
     return sorted(n for n in os.listdir(dest) if n.endswith(".patch"))
 
 
@@ -89,9 +89,10 @@ def _restore(before):
             pass  # the error being raised says what went wrong
 
 
-def _check_applied(manifest, state):
-    """Refuses when deps.json or patches/ changed since out/src was
-    applied: refresh would write the older series over that change."""
+def _check_applied(manifest, state, shown):
+    """Refuses when deps.json or patches/<base>/ changed since ``shown``
+    (out/<base>/src) was applied: refresh would write the older series
+    over that change."""
     applied = {p["file"]: p["sha256"] for p in state["patches"]}
     now = wanted_state(manifest)
     changed = []
@@ -105,15 +106,17 @@ def _check_applied(manifest, state):
     changed += ["%s (removed)" % f for f in applied
                 if f not in {e["file"] for e in now["patches"]}]
     if changed:
+        patches = "patches/%s/" % manifest.name
         raise UvPatchError(
-            "patches/ changed since out/src was applied: %s; refresh would "
-            "overwrite that with the older series in out/src"
-            % ", ".join(changed),
-            hint="to keep the change in patches/, run `scripts/uvpatch "
-                 "apply` (with --discard if out/src has commits of its "
-                 "own), then refresh; to keep out/src instead, restore "
-                 "patches/ and deps.json (git checkout -- patches "
-                 "deps.json)", status=EXIT_STATE)
+            "%s changed since %s was applied: %s; refresh would overwrite "
+            "that with the older series in %s"
+            % (patches, shown, ", ".join(changed), shown),
+            hint="to keep the change in %s, run `scripts/uvpatch apply%s` "
+                 "(with --discard if %s has commits of its own), then "
+                 "refresh; to keep %s instead, restore %s and deps.json "
+                 "(git checkout -- %s deps.json)"
+                 % (patches, manifest.base_option, shown, shown, patches,
+                    patches), status=EXIT_STATE)
 
 
 def refresh(manifest, out, src=None, priors=None):
@@ -122,7 +125,7 @@ def refresh(manifest, out, src=None, priors=None):
     own = src is None   # rebase hands a tree it made for the new base
     src = src or os.path.join(out, "src")
     state = read_state(src)
-    shown = proc.shown(src)
+    shown = console.shown(src)
     if state is None:
         raise UvPatchError("%s is missing or was not made by apply" % shown,
                            hint="run `scripts/uvpatch apply%s`, commit your "
@@ -130,18 +133,18 @@ def refresh(manifest, out, src=None, priors=None):
                                 % (manifest.base_option, shown),
                            status=EXIT_STATE)
     if own:
-        _check_applied(manifest, state)
-    dirty = proc.git_out(["status", "--porcelain"], cwd=src)
+        _check_applied(manifest, state, shown)
+    dirty = subproc.git_out(["status", "--porcelain"], cwd=src)
     if dirty:
         raise UvPatchError("%s has uncommitted edits:\n  " % shown
                            + "\n  ".join(dirty.splitlines()[:10]),
                            hint="commit them (git -C %s commit --amend, "
                                 "or a new commit), then refresh" % shown,
                            status=EXIT_STATE)
-    base = proc.git_out(["rev-parse", BASE_TAG], cwd=src)
-    head = proc.git_out(["rev-parse", "HEAD"], cwd=src)
-    merges = proc.git_out(["rev-list", "--merges", "%s..%s" % (base, head)],
-                          cwd=src)
+    base = subproc.git_out(["rev-parse", BASE_TAG], cwd=src)
+    head = subproc.git_out(["rev-parse", "HEAD"], cwd=src)
+    merges = subproc.git_out(["rev-list", "--merges", "%s..%s" % (base, head)],
+                             cwd=src)
     if merges:
         raise UvPatchError("%s has merge commits: a series is linear"
                            % shown,
@@ -153,16 +156,16 @@ def refresh(manifest, out, src=None, priors=None):
     with tempfile.TemporaryDirectory(prefix=".refresh-",
                                      dir=manifest.root) as tmp:
         names = format_series(src, base, head, tmp)
-        commits = proc.git_out(["rev-list", "--reverse", "%s..%s"
-                                % (base, head)], cwd=src).split()
+        commits = subproc.git_out(["rev-list", "--reverse", "%s..%s"
+                                   % (base, head)], cwd=src).split()
         series, changed = [], []
         for i, (name, commit) in enumerate(zip(names, commits)):
             path = os.path.join(tmp, name)
-            message = proc.git_out(["log", "-1", "--format=%B", commit],
-                                   cwd=src)
-            files = proc.git_out(["diff-tree", "--no-commit-id",
-                                  "--name-only", "-r", commit],
-                                 cwd=src).split("\n")
+            message = subproc.git_out(["log", "-1", "--format=%B", commit],
+                                      cwd=src)
+            files = subproc.git_out(["diff-tree", "--no-commit-id",
+                                     "--name-only", "-r", commit],
+                                    cwd=src).split("\n")
             if priors is not None:
                 prior = priors[i]
             else:
@@ -170,8 +173,8 @@ def refresh(manifest, out, src=None, priors=None):
             entry = dict(prior) if prior else {
                 "file": name, "sha256": "", "platforms": platforms_of(files),
                 "upstream_status": "Pending",
-                "summary": proc.git_out(["log", "-1", "--format=%s", commit],
-                                        cwd=src)}
+                "summary": subproc.git_out(
+                    ["log", "-1", "--format=%s", commit], cwd=src)}
             entry["file"] = name
             entry["sha256"] = sha256_file(path)
             m = _STATUS.search(message)
@@ -220,7 +223,7 @@ def refresh(manifest, out, src=None, priors=None):
         except BaseException:
             _restore(before)
             raise
-    # out/src now matches patches/ again: record it, so apply is a no-op.
+    # out/<base>/src matches patches/ again: record it, so apply is a no-op.
     state["patches"] = [{"file": e["file"], "sha256": e["sha256"],
                          "commit": c} for e, c in zip(series, commits)]
     state["head"] = head
@@ -228,9 +231,9 @@ def refresh(manifest, out, src=None, priors=None):
                  json.dumps(state, indent=2) + "\n")
     # The base's own folder: each base has one under patches/.
     for name in changed:
-        proc.note("wrote patches/%s/%s" % (manifest.name, name))
+        console.note("wrote patches/%s/%s" % (manifest.name, name))
     for name in removed:
-        proc.note("removed patches/%s/%s" % (manifest.name, name))
+        console.note("removed patches/%s/%s" % (manifest.name, name))
     if not changed and not removed:
-        proc.note("patches/ is up to date (%d patches)" % len(series))
+        console.note("patches/ is up to date (%d patches)" % len(series))
     return changed, removed

@@ -1,77 +1,47 @@
-"""Obtaining the pinned upstream tree, verified, through a local cache.
+"""Fetching: every upstream tree and commit the tool uses comes in here.
 
+The pinned tree of a base (Fetcher), verified, through a local cache.
 Sources are tried in order: --source, the cache, UVPATCH_SOURCE (a
 mirror, bundle or tarball: used when it holds the base), the upstream git
 URL, the upstream archive, Debian's source package. Whatever a source
 yields is checked by recomputing its git tree id (and, for a known
 tarball, its sha256) before it enters the cache.
+
+A REF that no base pins yet (fetch_ref, for `rebase --onto`), and one
+commit into a repository of the tool's own (fetch_commit, for `upstream
+--onto`). gitref.py names the commits.
 """
 
 import json
 import os
+import re
 import shutil
 import tarfile
 import tempfile
 import urllib.parse
 import urllib.request
 
-from .. import proc
-from ..errors import UvPatchError, EXIT_FETCH, EXIT_USAGE
+from .. import console, subproc
+from ..errors import UvPatchError, EXIT_FETCH
 from .extract import (MAX_TOTAL, NOT_A_SOURCE, NotARegularFile, copy_tree,
                       extract_tarball, open_regular, source_kind,
                       tree_problem, write_failed)
 from ..fsutil import Lock, remove_tree, sha256_file, write_atomic
-from .gitref import env_source
+from . import gitref
+from .cache import CacheEntry, cache_root
 from .gittree import tree_id
 
 NETWORK_TIMEOUT = 60
-_MAX_INFO = 1 << 16
 
 
 class Unavailable(Exception):
     """A source that could not be reached: say so and try the next."""
 
 
-class CacheEntry:
-    """A verified pristine tree: ``tree_dir`` and, when the source was
-    git, ``repo``, a shallow repository holding the upstream commit."""
-
-    def __init__(self, path):
-        self.path = path
-        self.tree_dir = os.path.join(path, "tree")
-        repo = os.path.join(path, "upstream.git")
-        self.repo = repo if os.path.isdir(repo) else None
-        # A regular file of a sane size: a FIFO here would hang every
-        # fetch under the cache lock.
-        with open_regular(os.path.join(path, "source.json")) as f:
-            data = f.read(_MAX_INFO + 1)
-        if len(data) > _MAX_INFO:
-            raise ValueError("source.json is larger than %d bytes"
-                             % _MAX_INFO)
-        self.info = json.loads(data.decode("utf-8"))
-
-
-def cache_root():
-    """XDG_CACHE_HOME/uvpatch, else ~/.cache/uvpatch. A relative
-    XDG_CACHE_HOME is ignored, as the XDG spec says: it would name a
-    different cache in every working folder."""
-    base = os.environ.get("XDG_CACHE_HOME")
-    if base and not os.path.isabs(base):
-        base = None
-    if not base and os.name == "nt":
-        base = os.environ.get("LOCALAPPDATA")
-    if not base:
-        home = os.path.expanduser("~")
-        if not os.path.isabs(home) or os.environ.get("HOME") == "":
-            raise UvPatchError(
-                "no folder for the cache: XDG_CACHE_HOME is %s and HOME "
-                "is empty" % ("relative (%r)" % os.environ["XDG_CACHE_HOME"]
-                              if os.environ.get("XDG_CACHE_HOME")
-                              else "not set"),
-                hint="set XDG_CACHE_HOME to an absolute path (or HOME to "
-                     "your home folder)", status=EXIT_USAGE)
-        base = os.path.join(home, ".cache")
-    return os.path.join(base, "uvpatch")
+def env_source():
+    """UVPATCH_SOURCE, read here only: a git mirror or bundle, a tarball or
+    a directory that serves every base it holds; None when unset."""
+    return os.environ.get("UVPATCH_SOURCE") or None
 
 
 def _short(oid):
@@ -134,7 +104,7 @@ class Fetcher:
                 return self._install(
                     lambda tmp: self._from_local(path, tmp), label)
             except Unavailable as e:
-                proc.note("%s: %s" % (label, e))
+                console.note("%s: %s" % (label, e))
                 tried.append("%s: %s" % (label, e))
 
         attempts = [
@@ -150,10 +120,10 @@ class Fetcher:
             try:
                 return self._install(lambda tmp: method(spec, tmp), label)
             except Unavailable as e:
-                proc.note("%s: %s" % (label, e))
+                console.note("%s: %s" % (label, e))
                 tried.append("%s: %s" % (label, e))
             except UvPatchError as e:
-                proc.note("%s: refused: %s" % (label, e.message))
+                console.note("%s: refused: %s" % (label, e.message))
                 tried.append("%s: refused: %s" % (label, e.message))
         raise UvPatchError(
             "could not obtain libuv tree %s; tried:\n  %s"
@@ -182,11 +152,11 @@ class Fetcher:
             problem = "unreadable (%s)" % (getattr(e, "message", None)
                                            or e)
         if problem:
-            proc.note("cache entry %s %s, expected %s: removed"
-                      % (self.entry_path, problem, self.manifest.tree))
+            console.note("cache entry %s %s, expected %s: removed"
+                         % (self.entry_path, problem, self.manifest.tree))
             remove_tree(self.entry_path)
             return None
-        proc.note("verified tree %s (cache)" % _short(self.manifest.tree))
+        console.note("verified tree %s (cache)" % _short(self.manifest.tree))
         return entry
 
     def _install(self, produce, label):
@@ -215,8 +185,8 @@ class Fetcher:
             os.rename(tmp, self.entry_path)
         finally:
             remove_tree(tmp)
-        proc.note("verified tree %s (%s)" % (_short(self.manifest.tree),
-                                              label))
+        console.note("verified tree %s (%s)" % (_short(self.manifest.tree),
+                                                 label))
         return CacheEntry(self.entry_path)
 
     # Sources.
@@ -235,7 +205,7 @@ class Fetcher:
                 except Unavailable as e:
                     if not os.path.isdir(os.path.join(src, ".git")):
                         raise
-                    proc.note("%s: %s; using its work tree" % (src, e))
+                    console.note("%s: %s; using its work tree" % (src, e))
                     remove_tree(os.path.join(tmp, "upstream.git"))
             copy_tree(src, os.path.join(tmp, "tree"), skip_top_git=True)
             return {"source": "directory", "path": os.path.abspath(src)}
@@ -258,24 +228,14 @@ class Fetcher:
     def _from_git(self, url, tmp):
         repo = os.path.join(tmp, "upstream.git")
         commit = self.manifest.commit
-        proc.git(["init", "-q", "--bare", "--", repo])
-        if os.path.isfile(url):
-            # A bundle carries refs, not arbitrary commits: take them all.
-            res = proc.git(["fetch", "-q", "--no-tags", "--", url,
-                            "+refs/*:refs/bundle/*"], cwd=repo, check=False)
-        else:
-            if os.path.isdir(url):
-                url = "file://" + os.path.abspath(url)
-            # "--": a URL is never an option (--upload-pack=...).
-            res = proc.git(["fetch", "-q", "--no-tags", "--depth", "1",
-                            "--", url, commit], cwd=repo, check=False)
-        if res.returncode != 0:
-            raise Unavailable(_first_line(res.stderr) or
-                              "git fetch failed (status %d)"
-                              % res.returncode)
-        if proc.git(["cat-file", "-e", commit + "^{commit}"], cwd=repo,
-                    check=False).returncode != 0:
-            raise Unavailable("does not contain commit %s" % commit)
+        url = _url(url)
+        subproc.git(["init", "-q", "--bare", "--", repo])
+        # Only the pinned commit is kept: a whole history does not belong
+        # in the cache.
+        why = _fetch_commit(repo, url, commit, depth=1,
+                            keep="refs/tags/upstream")
+        if why:
+            raise Unavailable(_first_line(why))
         actual = _commit_tree(repo, commit)
         if actual != self.manifest.tree:
             raise UvPatchError(
@@ -283,18 +243,12 @@ class Fetcher:
                 % (commit, url, actual, self.manifest.tree),
                 hint="the source is not upstream libuv; use another",
                 status=EXIT_FETCH)
-        # Keep only the pinned commit: a whole history does not belong
-        # in the cache.
-        proc.git(["update-ref", "refs/tags/upstream", commit], cwd=repo)
-        for ref in proc.git_out(["for-each-ref", "--format=%(refname)",
-                                 "refs/bundle/"], cwd=repo).split():
-            proc.git(["update-ref", "-d", ref], cwd=repo)
         _checkout(repo, commit, os.path.join(tmp, "tree"))
         return {"source": "git", "url": url, "commit": commit}
 
     def _from_archive(self, spec, tmp):
         path = os.path.join(tmp, spec["file"])
-        proc.note("downloading %s" % spec["url"])
+        console.note("downloading %s" % spec["url"])
         try:
             with _open_url(spec["url"]) as r, open(path, "wb") as f:
                 got = 0
@@ -324,10 +278,10 @@ class Fetcher:
             raise Unavailable("apt-get not found")
         work = os.path.join(tmp, "apt")
         os.makedirs(work)
-        res = proc.run(["apt-get", "source", "--download-only",
-                        "-q", "--", "%s=%s" % (spec["package"],
-                                               spec["version"])],
-                       cwd=work, capture=True, check=False)
+        res = subproc.run(["apt-get", "source", "--download-only",
+                           "-q", "--", "%s=%s" % (spec["package"],
+                                                  spec["version"])],
+                          cwd=work, capture=True, check=False)
         path = os.path.join(work, spec["file"])
         if res.returncode != 0 or not os.path.isfile(path):
             lines = [ln for ln in (res.stderr or "").splitlines()
@@ -357,17 +311,22 @@ class Fetcher:
                 hint="the file is damaged or not the published one; "
                      "download it again", status=EXIT_FETCH)
         if known is None:
-            proc.note("%s is not a tarball named in deps.json: verified by "
-                      "tree id only" % path)
+            console.note("%s is not a tarball named in deps.json: verified by "
+                         "tree id only" % path)
         extract = os.path.join(tmp, "extract")
         extract_tarball(path, extract)
-        entries = os.listdir(extract)
-        top = os.path.join(extract, entries[0]) if len(entries) == 1 else ""
-        os.rename(top if top and os.path.isdir(top) else extract,
-                  os.path.join(tmp, "tree"))
+        os.rename(_extracted_tree(extract), os.path.join(tmp, "tree"))
         remove_tree(extract)
         return {"source": "tarball", "file": os.path.basename(path),
                 "sha256": digest}
+
+
+def _extracted_tree(extract):
+    """The tree in the folder a tarball was extracted to: its one top
+    folder (libuv-1.50.0/), or the folder itself."""
+    entries = os.listdir(extract)
+    top = os.path.join(extract, entries[0]) if len(entries) == 1 else ""
+    return top if top and os.path.isdir(top) else extract
 
 
 def _open_url(url):
@@ -414,8 +373,8 @@ def _is_git_repo(path):
 
 
 def _commit_tree(repo, commit):
-    res = proc.git(["rev-parse", "--verify", "-q", commit + "^{tree}"],
-                   cwd=repo, check=False)
+    res = subproc.git(["rev-parse", "--verify", "-q", commit + "^{tree}"],
+                      cwd=repo, check=False)
     return res.stdout.strip() if res.returncode == 0 else None
 
 
@@ -424,6 +383,170 @@ def _checkout(repo, commit, dest):
     os.makedirs(dest)
     index = os.path.join(os.path.dirname(dest), "checkout.index")
     env = {"GIT_INDEX_FILE": index, "GIT_WORK_TREE": dest}
-    proc.git(["read-tree", commit], cwd=repo, env=env)
-    proc.git(["checkout-index", "-a", "-f"], cwd=repo, env=env)
+    subproc.git(["read-tree", commit], cwd=repo, env=env)
+    subproc.git(["checkout-index", "-a", "-f"], cwd=repo, env=env)
     os.unlink(index)
+
+
+# One commit, into a repository of the tool's own.
+
+_FETCHED = "refs/uvpatch-source/"   # a bundle's refs, while it is read
+
+
+def _url(src):
+    """What git fetches from: a local folder as a file:// URL."""
+    return "file://" + os.path.abspath(src) if os.path.isdir(src) else src
+
+
+def _fetch_commit(repo, src, commit, depth=None, keep=None):
+    """Brings ``commit`` from the git source ``src`` (a repository, a
+    bundle or a URL) into ``repo``, under the ref ``keep`` when given.
+    Returns "" when it is there, else what went wrong."""
+    cmd = ["fetch", "-q", "--no-tags"]
+    if os.path.isfile(src):
+        # A bundle carries refs, not arbitrary commits: take them all.
+        cmd += ["--", src, "+refs/*:%s*" % _FETCHED]
+    else:
+        if depth:
+            cmd += ["--depth", str(depth)]
+        # "--": a URL is never an option (--upload-pack=...).
+        cmd += ["--", _url(src), commit]
+    res = subproc.git(cmd, cwd=repo, check=False)
+    why = ""
+    if res.returncode != 0:
+        why = (res.stderr or "").strip() or \
+            "git fetch failed (status %d)" % res.returncode
+    elif subproc.git(["cat-file", "-e", commit + "^{commit}"], cwd=repo,
+                     check=False).returncode != 0:
+        why = "does not contain commit %s" % commit
+    elif keep:
+        subproc.git(["update-ref", keep, commit], cwd=repo)
+    for ref in subproc.git_out(["for-each-ref", "--format=%(refname)",
+                                _FETCHED], cwd=repo).split():
+        subproc.git(["update-ref", "-d", ref], cwd=repo)
+    return why
+
+
+def fetch_commit(repo, src, commit, depth=None, keep=None):
+    """Brings ``commit`` from ``src`` into the repository ``repo``;
+    UvPatchError when it cannot."""
+    why = _fetch_commit(repo, src, commit, depth=depth, keep=keep)
+    if why:
+        raise UvPatchError(
+            "cannot fetch commit %s from %s: %s"
+            % (commit, gitref.display(src), why),
+            hint="check the commit id, or pass --source with a repository "
+                 "that has it", status=EXIT_FETCH)
+
+
+# A REF no base pins yet: where `rebase --onto` goes.
+
+_COMMIT_ID = re.compile(r"^[0-9a-f]{40}$")
+
+
+def fetch_ref(manifest, out_root, ref, source):
+    """Finds REF in ``source`` (else UVPATCH_SOURCE, else deps.json's git
+    source) and brings it into a scratch folder in ``out_root``. Returns
+    {commit, label, tree, fetch_from, tarball, repo} and the scratch
+    folder, to remove afterwards: ``fetch_from`` serves REF's tree to a
+    Fetcher; ``repo`` is a repository with REF's history when the source
+    has it (None otherwise)."""
+    src = source or env_source() or gitref.default_source(manifest)
+    if src is None:
+        raise UvPatchError("deps.json has no git source to find %r in" % ref,
+                           hint="pass --source with a git repository, a "
+                                "bundle or a tarball", status=EXIT_FETCH)
+    if source and not os.path.exists(source) and "://" not in source:
+        raise UvPatchError("--source %s does not exist" % source,
+                           hint="give a git repository, a bundle, a tarball "
+                                "or a directory", status=EXIT_FETCH)
+    os.makedirs(out_root, exist_ok=True)
+    scratch = tempfile.mkdtemp(prefix=".fetch-ref-", dir=out_root)
+    try:
+        if gitref.is_git_source(src):
+            found = _ref_from_git(src, ref, scratch)
+        else:
+            commit, tree = _ref_from_tarball(manifest, src, ref, scratch)
+            found = {"commit": commit, "label": ref, "tree": tree,
+                     "fetch_from": os.path.abspath(src), "tarball": src,
+                     "repo": None}
+    except BaseException:
+        remove_tree(scratch)
+        raise
+    return found, scratch
+
+
+def _ref_from_git(src, ref, scratch):
+    """Finds REF and brings its commit into a bare repository in
+    ``scratch``, which then serves as the source to fetch from. A local
+    repository or a bundle brings its whole history, so that distances
+    to the bases and upstream's own commits can be looked up."""
+    subproc.git(["init", "-q", "--bare", "--", scratch])
+    local = os.path.exists(src)
+    if local:
+        gitref.copy_refs(scratch, src)
+        found = gitref.resolve_own(scratch, ref) or gitref.resolve(scratch,
+                                                                   ref)
+    else:
+        found = gitref.resolve(src, ref)
+        fetch_commit(scratch, src, found.commit, depth=1)
+    # A ref makes the commit fetchable from here by its id.
+    subproc.git(["update-ref", "refs/tags/upstream", found.commit],
+                cwd=scratch)
+    tree = subproc.git_out(["rev-parse", found.commit + "^{tree}"],
+                           cwd=scratch)
+    label = found.label
+    if local and not subproc.git(["describe", "--tags", "--exact-match",
+                                  found.commit], cwd=scratch,
+                                 check=False).stdout.strip():
+        described = subproc.git(["describe", "--tags", "--exclude",
+                                 "upstream", found.commit], cwd=scratch,
+                                check=False)
+        if described.returncode == 0 and described.stdout.strip():
+            label = described.stdout.strip()
+    return {"commit": found.commit, "label": label, "tree": tree,
+            "fetch_from": scratch, "tarball": None,
+            "repo": scratch if local else None}
+
+
+def _ref_from_tarball(manifest, src, ref, scratch):
+    """A tarball or directory: (commit, tree). Its tree id is computed;
+    the upstream commit comes from the header `git archive` writes, or
+    from REF in UVPATCH_SOURCE or deps.json's git source."""
+    if os.path.isdir(src):
+        tree = tree_id(src)
+        commit = None
+    elif tarfile.is_tarfile(src):
+        extract = os.path.join(scratch, "extract")
+        commit = extract_tarball(src, extract)
+        tree = tree_id(_extracted_tree(extract))
+        if commit and not _COMMIT_ID.match(commit):
+            commit = None
+    else:
+        raise UvPatchError("--source %s is neither a git repository or "
+                           "bundle, a tarball nor a directory" % src,
+                           hint="give one of those", status=EXIT_FETCH)
+    if commit:
+        console.note("%s: upstream commit %s from its git archive header"
+                     % (os.path.basename(src), commit[:12]))
+        return commit, tree
+    # Offline, UVPATCH_SOURCE (a bundle of upstream) knows REF too.
+    mirror = env_source()
+    url = mirror if mirror and os.path.exists(mirror) and \
+        gitref.is_git_source(mirror) else gitref.default_source(manifest)
+    try:
+        if url is None:
+            raise UvPatchError("no git source")
+        commit = gitref.resolve(url, ref).commit
+    except UvPatchError as e:
+        raise UvPatchError(
+            "%s does not say which upstream commit it is, and %r could not "
+            "be looked up in %s (%s)"
+            % (os.path.basename(src), ref, "UVPATCH_SOURCE" if url == mirror
+               else "deps.json's git source", e.message),
+            hint="use a tarball made by `git archive` (GitHub's are), or a "
+                 "git repository or bundle as --source", status=EXIT_FETCH)
+    console.note("%s: upstream commit %s is %r in the git source (the "
+                 "tarball is verified by its tree id only)"
+                 % (os.path.basename(src), commit[:12], ref))
+    return commit, tree

@@ -1,5 +1,8 @@
 """Naming an upstream commit: a REF (tag, branch or commit id) resolved
-in a git source (a local repository, a bundle or a URL).
+in a git source (a local repository, a bundle or a URL). A local
+repository is asked through a copy of its refs in a repository of the
+tool's own (copy_refs, the one fetch made here); fetch.py brings in the
+commits and trees the tool then uses.
 
 Used by `rebase --onto` and `upstream --onto`, so both accept the same
 REFs and fail the same way.
@@ -9,7 +12,7 @@ import os
 import re
 import tempfile
 
-from .. import proc
+from .. import subproc
 from ..errors import UvPatchError, EXIT_FETCH
 from .extract import NotARegularFile, source_kind
 from ..fsutil import remove_tree
@@ -23,12 +26,6 @@ class Resolved:
     def __init__(self, commit, label):
         self.commit = commit
         self.label = label
-
-
-def env_source():
-    """UVPATCH_SOURCE, read here only: a git mirror or bundle, a tarball or
-    a directory that serves every base it holds; None when unset."""
-    return os.environ.get("UVPATCH_SOURCE") or None
 
 
 def default_source(manifest):
@@ -70,8 +67,8 @@ def copy_refs(repo, src):
     ``repo``: a user's repository is only read, as a remote, so the
     commands its config names (core.fsmonitor, hooks) never run."""
     url = src if os.path.isfile(src) else "file://" + os.path.abspath(src)
-    res = proc.git(["fetch", "-q", "--", url, "+refs/heads/*:refs/heads/*",
-                    "+refs/tags/*:refs/tags/*"], cwd=repo, check=False)
+    res = subproc.git(["fetch", "-q", "--", url, "+refs/heads/*:refs/heads/*",
+                       "+refs/tags/*:refs/tags/*"], cwd=repo, check=False)
     if res.returncode != 0:
         raise UvPatchError("cannot read git source %s: %s"
                            % (src, res.stderr.strip()),
@@ -82,8 +79,8 @@ def copy_refs(repo, src):
 def resolve_own(repo, ref):
     """The commit ``ref`` names in ``repo``, a repository the tool made
     (see copy_refs), or None."""
-    res = proc.git(["rev-parse", "-q", "--verify", ref + "^{commit}"],
-                   cwd=repo, check=False)
+    res = subproc.git(["rev-parse", "-q", "--verify", ref + "^{commit}"],
+                      cwd=repo, check=False)
     if res.returncode != 0:
         return None
     commit = res.stdout.strip()
@@ -98,7 +95,7 @@ def resolve(src, ref):
         # asked through a copy of its refs (see copy_refs).
         scratch = tempfile.mkdtemp(prefix="uvpatch-resolve-")
         try:
-            proc.git(["init", "-q", "--bare", "--", scratch])
+            subproc.git(["init", "-q", "--bare", "--", scratch])
             copy_refs(scratch, src)
             found = resolve_own(scratch, ref)
         finally:
@@ -121,7 +118,7 @@ def resolve(src, ref):
         if len(hits) == 1:
             return Resolved(hits[0], ref)
     raise UvPatchError(
-        "%s: no commit, branch or tag %r" % (_display(src), ref),
+        "%s: no commit, branch or tag %r" % (display(src), ref),
         hint="give a tag (v1.50.0), a branch or a full 40-digit commit id "
              "that exists there, or pass --source with a repository that "
              "has it", status=EXIT_FETCH)
@@ -129,12 +126,12 @@ def resolve(src, ref):
 
 def _ls_remote(src):
     url = "file://" + os.path.abspath(src) if os.path.isdir(src) else src
-    res = proc.git(["ls-remote", "--", url], check=False)
+    res = subproc.git(["ls-remote", "--", url], check=False)
     if res.returncode != 0:
         first = (res.stderr or "").strip().splitlines()
         raise UvPatchError(
             "cannot read git source %s: %s"
-            % (_display(src), first[0] if first else
+            % (display(src), first[0] if first else
                "git ls-remote failed (status %d)" % res.returncode),
             hint="pass --source with a reachable git repository or bundle",
             status=EXIT_FETCH)
@@ -147,8 +144,8 @@ def _ls_remote(src):
 
 def _label(repo, ref, commit):
     """A tag name when the commit has one, else REF@commit."""
-    res = proc.git(["describe", "--tags", "--exact-match", commit],
-                   cwd=repo, check=False)
+    res = subproc.git(["describe", "--tags", "--exact-match", commit],
+                      cwd=repo, check=False)
     if res.returncode == 0 and res.stdout.strip():
         return res.stdout.strip()
     if _HEX.match(ref) and commit.startswith(ref):
@@ -156,33 +153,6 @@ def _label(repo, ref, commit):
     return "%s@%s" % (ref, commit[:12])
 
 
-def _display(src):
+def display(src):
+    """A source as messages name it: a URL whole, a local one by name."""
     return src if "://" in src else os.path.basename(os.path.abspath(src))
-
-
-def fetch_commit(repo, src, commit, depth=None):
-    """Brings ``commit`` from ``src`` into the repository ``repo``."""
-    url = "file://" + os.path.abspath(src) if os.path.isdir(src) else src
-    args = ["fetch", "-q", "--no-tags"]
-    if depth and not os.path.isfile(src):
-        args += ["--depth", str(depth)]
-    args.append("--")
-    if os.path.isfile(src):
-        # A bundle carries refs, not arbitrary commits: take them all.
-        res = proc.git(args + [src, "+refs/*:refs/uvpatch-source/*"],
-                       cwd=repo, check=False)
-    else:
-        res = proc.git(args + [url, commit], cwd=repo, check=False)
-    ok = res.returncode == 0 and proc.git(
-        ["cat-file", "-e", commit + "^{commit}"], cwd=repo,
-        check=False).returncode == 0
-    for ref in proc.git_out(["for-each-ref", "--format=%(refname)",
-                             "refs/uvpatch-source/"], cwd=repo).split():
-        proc.git(["update-ref", "-d", ref], cwd=repo)
-    if not ok:
-        raise UvPatchError(
-            "cannot fetch commit %s from %s%s"
-            % (commit, _display(src), (": " + res.stderr.strip())
-               if res.stderr.strip() else ""),
-            hint="check the commit id, or pass --source with a repository "
-                 "that has it", status=EXIT_FETCH)

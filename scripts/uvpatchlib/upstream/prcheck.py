@@ -23,7 +23,7 @@ import re
 import subprocess
 import time
 
-from .. import proc
+from .. import console, subproc
 from ..errors import UvPatchError
 from ..fsutil import remove_tree
 from ..build import cmake
@@ -81,38 +81,39 @@ class Tree:
         if not os.path.isdir(os.path.join(path, ".git")):
             remove_tree(path)
             os.makedirs(path)
-            proc.git(["init", "-q"], cwd=path)
-        proc.git(["fetch", "-q", "--no-tags", "--update-shallow", "--force",
-                  "--", repo, "+refs/heads/*:refs/remotes/prs/*"], cwd=path)
+            subproc.git(["init", "-q"], cwd=path)
+        subproc.git(["fetch", "-q", "--no-tags", "--update-shallow", "--force",
+                     "--", repo, "+refs/heads/*:refs/remotes/prs/*"], cwd=path)
 
     def checkout(self, commit):
-        proc.git(["checkout", "-q", "-f", "--detach", commit], cwd=self.path)
+        subproc.git(["checkout", "-q", "-f", "--detach", commit],
+                    cwd=self.path)
         # What libuv's tests leave behind; the builds are elsewhere.
-        proc.git(["clean", "-q", "-f", "-d", "-x"], cwd=self.path)
+        subproc.git(["clean", "-q", "-f", "-d", "-x"], cwd=self.path)
 
     def tests_only(self, base, commit):
         """(a commit of ``base`` with only the test part of base..commit,
         None) or (None, why it cannot be made)."""
-        diff = proc.git(["diff", "-U1", "--no-color", "--no-renames",
-                         base, commit], cwd=self.path).stdout
+        diff = subproc.git(["diff", "-U1", "--no-color", "--no-renames",
+                            base, commit], cwd=self.path).stdout
         part = test_part(diff)
         if not part:
             return base, None
         index = os.path.join(self.path, ".git", "tests-only.index")
         env = {"GIT_INDEX_FILE": index}
         try:
-            proc.git(["read-tree", base], cwd=self.path, env=env)
-            res = proc.git(["apply", "--cached", "-"], cwd=self.path,
-                           env=env, input=part, check=False)
+            subproc.git(["read-tree", base], cwd=self.path, env=env)
+            res = subproc.git(["apply", "--cached", "-"], cwd=self.path,
+                              env=env, input=part, check=False)
             if res.returncode != 0:
                 return None, "its test changes do not apply on the base " \
                     "alone: " + (res.stderr.strip().splitlines() or [""])[0]
-            tree = proc.git_out(["write-tree"], cwd=self.path, env=env)
+            tree = subproc.git_out(["write-tree"], cwd=self.path, env=env)
         finally:
             if os.path.exists(index):
                 os.unlink(index)
-        return proc.git_out(["commit-tree", tree, "-p", base, "-m",
-                             "tests only"], cwd=self.path), None
+        return subproc.git_out(["commit-tree", tree, "-p", base, "-m",
+                                "tests only"], cwd=self.path), None
 
 
 def _first_error(e):
@@ -379,7 +380,7 @@ def verify(manifest, out, repo, base, branches, report):
                                   "%s." % why, "columns": ("", ""),
                                   "rows": [], "notes": []})
             continue
-        proc.step("upstream --check (%s)" % target)
+        console.step("upstream --check (%s)" % target)
         checker = Checker(manifest, out, repo, base, target, report)
         checker.runner.start()
         try:

@@ -3,7 +3,7 @@
 DEST becomes a git repository holding the base (or --onto REF) as
 `pr/base` and one branch `pr/NN-slug` per chosen patch, NN its place in
 the order to send them: each branch holds the base and only the commits
-its patch needs (prstack decides which, by applying), authored and
+its patch needs (prdeps decides which, by applying), authored and
 signed off by the sender. Next to the branches, an mbox and a
 pull-request description per patch (prtext). With --check every branch
 is built and tested on its own (prcheck), and the descriptions say what
@@ -16,16 +16,17 @@ import re
 import socket
 import subprocess
 
-from .. import proc
+from .. import console, subproc
 from ..errors import (UvPatchError, EXIT_APPLY, EXIT_MANIFEST, EXIT_STATE,
                       EXIT_USAGE)
 from ..source import gitref
+from ..source.fetch import fetch_commit
 from ..fsutil import remove_tree, write_atomic
 from ..series.apply import BASE_TAG, apply_series
 from ..series.message import clean_message, tool_names, upstream_problems
 from ..series.patchfile import Patch
 from ..build.vendor import check_dest
-from . import prstack
+from . import prdeps
 from .prcheck import Branch, targets_of, verify
 from .prtext import (clean_patch, code_lines, own_tests, pull_request,
                      upstream_body)
@@ -76,7 +77,7 @@ def sender(root, given=None):
                 status=EXIT_USAGE)
         who = "%s <%s>" % m.groups()
     else:
-        # Not proc.git: that one hides the user's own configuration.
+        # Not subproc.git: that one hides the user's own configuration.
         found = []
         for key in ("user.name", "user.email"):
             res = subprocess.run(["git", "config", key], cwd=root,
@@ -130,12 +131,13 @@ def prepare(manifest, out, dest, onto=None, source=None, wanted=(),
     chosen = choose(manifest, wanted)
     for e in [e for e in chosen if _is_backport(e)]:
         # Upstream's own change, on an older base: nothing to send.
-        proc.note("%s: a backport of upstream's own commit: not sent"
-                  % e["file"])
+        console.note("%s: a backport of upstream's own commit: not sent"
+                     % e["file"])
     chosen = [e for e in chosen if not _is_backport(e)]
     if not chosen:
         raise UvPatchError("the series is empty: nothing to send upstream",
-                           hint="add patches first (see README.md)",
+                           hint="add patches first (see CONTRIBUTING.md, "
+                                "Add a patch to a series)",
                            status=EXIT_USAGE)
     patches = {e["file"]: _read(manifest, e) for e in manifest.series}
     for e in chosen:
@@ -154,7 +156,7 @@ def prepare(manifest, out, dest, onto=None, source=None, wanted=(),
                                "repository or bundle", status=EXIT_USAGE)
         found = gitref.resolve(src, onto)
     old_src = apply_series(manifest, out)
-    proc.step("upstream")
+    console.step("upstream")
     # Where this machine keeps things; /tmp alone is too common a word
     # in libuv's own messages to refuse.
     home = os.path.realpath(os.path.expanduser("~")).rstrip(os.sep) + os.sep
@@ -165,20 +167,20 @@ def prepare(manifest, out, dest, onto=None, source=None, wanted=(),
     remove_tree(scratch)
     try:
         os.makedirs(scratch)
-        proc.git(["init", "-q"], cwd=scratch)
-        proc.git(["fetch", "-q", "--no-tags", "--update-shallow", "--",
-                  old_src,
-                  "+refs/tags/%s:%s" % (BASE_TAG, OLD_BASE)], cwd=scratch)
+        subproc.git(["init", "-q"], cwd=scratch)
+        subproc.git(["fetch", "-q", "--no-tags", "--update-shallow", "--",
+                     old_src,
+                     "+refs/tags/%s:%s" % (BASE_TAG, OLD_BASE)], cwd=scratch)
         if onto:
-            gitref.fetch_commit(scratch, src, found.commit)
+            fetch_commit(scratch, src, found.commit)
             base, label = found.commit, found.label
             upstream_commit = found.commit
         else:
-            base = proc.git_out(["rev-parse", OLD_BASE], cwd=scratch)
+            base = subproc.git_out(["rev-parse", OLD_BASE], cwd=scratch)
             label = "libuv %s" % manifest.upstream["tag"]
             # From a tarball the base commit is ours; name upstream's.
             upstream_commit = manifest.commit
-        proc.git(["checkout", "-q", "-B", BASE_BRANCH, base], cwd=scratch)
+        subproc.git(["checkout", "-q", "-B", BASE_BRANCH, base], cwd=scratch)
         # base-commit: in the mails only when the base is upstream's own
         # commit (a tarball's base commit exists nowhere else).
         real = onto or base == manifest.commit
@@ -201,13 +203,13 @@ def prepare(manifest, out, dest, onto=None, source=None, wanted=(),
             args = ["format-patch", "--stdout", "--no-signature"]
             if real:
                 args.append("--base=" + base)
-            mbox = proc.git(args + ["%s..%s" % (base, pr["branch"])],
-                            cwd=scratch).stdout
+            mbox = subproc.git(args + ["%s..%s" % (base, pr["branch"])],
+                               cwd=scratch).stdout
             write_atomic(os.path.join(scratch, pr["stem"] + ".mbox"), mbox)
             write_atomic(os.path.join(scratch, pr["stem"] + ".md"),
                          texts[pr["stem"]])
-        proc.git(["checkout", "-q", BASE_BRANCH], cwd=scratch)
-        proc.git(["update-ref", "-d", OLD_BASE], cwd=scratch)
+        subproc.git(["checkout", "-q", BASE_BRANCH], cwd=scratch)
+        subproc.git(["update-ref", "-d", OLD_BASE], cwd=scratch)
         remove_tree(os.path.join(scratch, ".git", "FETCH_HEAD"))
         with open(os.path.join(scratch, ".git", "info", "exclude"), "a",
                   encoding="utf-8") as f:
@@ -253,9 +255,9 @@ def _branches(manifest, work, base, label, chosen, patches, who):
         patch = patches[e["file"]]
         mail = os.path.join(folder, e["file"])
         write_atomic(mail, _mail(patch, e, who))
-        items.append(prstack.Item(e["file"], mail, patch.files,
-                                  _weight(patch, k)))
-    needs = prstack.plan(work, base, items)
+        items.append(prdeps.Item(e["file"], mail, patch.files,
+                                 _weight(patch, k)))
+    needs = prdeps.plan(work, base, items)
     wanted = [i for i in items if i.name in {e["file"] for e in chosen}]
     for item in wanted:
         if needs[item.name] is None:
@@ -264,28 +266,28 @@ def _branches(manifest, work, base, label, chosen, patches, who):
     committer = {"GIT_COMMITTER_NAME": who.rsplit(" <", 1)[0],
                  "GIT_COMMITTER_EMAIL": who.rsplit("<", 1)[1].rstrip(">")}
     made = []
-    for n, item in enumerate(prstack.send_order(wanted, needs), 1):
+    for n, item in enumerate(prdeps.send_order(wanted, needs), 1):
         stem = "%02d-%s" % (n, item.name[:-len(".patch")].split("-", 1)[-1])
         branch = PREFIX + stem
-        proc.git(["checkout", "-q", "-B", branch, base], cwd=work)
+        subproc.git(["checkout", "-q", "-B", branch, base], cwd=work)
         on = needs[item.name] + [item.name]
         for name in on:
-            res = proc.git(["am", "-q", "--committer-date-is-author-date",
-                            "--", os.path.join(folder, name)], cwd=work,
-                           env=committer, check=False)
+            res = subproc.git(["am", "-q", "--committer-date-is-author-date",
+                               "--", os.path.join(folder, name)], cwd=work,
+                              env=committer, check=False)
             if res.returncode != 0:
-                proc.git(["am", "--abort"], cwd=work, check=False)
+                subproc.git(["am", "--abort"], cwd=work, check=False)
                 raise UvPatchError("%s does not apply on %s: %s" % (
                     name, label, (res.stdout + res.stderr).strip()),
                     hint="move the series there first (`scripts/uvpatch "
                          "rebase --onto REF`)", status=EXIT_APPLY)
-        commit = proc.git_out(["rev-parse", "HEAD"], cwd=work)
-        top = proc.git(["diff-tree", "-p", "--no-color", "--no-renames",
-                        "HEAD^", "HEAD"], cwd=work).stdout
-        tests = own_tests(top, lambda path: proc.git(
+        commit = subproc.git_out(["rev-parse", "HEAD"], cwd=work)
+        top = subproc.git(["diff-tree", "-p", "--no-color", "--no-renames",
+                           "HEAD^", "HEAD"], cwd=work).stdout
+        tests = own_tests(top, lambda path: subproc.git(
             ["show", "HEAD:" + path], cwd=work, check=False).stdout)
-        changed = proc.git_out(["diff", "--name-status", "--no-renames",
-                                base, "HEAD"], cwd=work).splitlines()
+        changed = subproc.git_out(["diff", "--name-status", "--no-renames",
+                                   base, "HEAD"], cwd=work).splitlines()
         files = [ln.split("\t", 1)[1] for ln in changed]
         revert = [f for st, f in (ln.split("\t", 1) for ln in changed)
                   if st == "M" and not f.startswith(("test/", "docs/"))
@@ -298,11 +300,11 @@ def _branches(manifest, work, base, label, chosen, patches, who):
                         not proof.get("native_only"):
                     proofs += proof["cases"]
         if needs[item.name]:
-            proc.note("%s needs %s: its branch holds %s too" % (
-                item.name, ", ".join(needs[item.name]),
-                "them" if len(needs[item.name]) > 1 else "it"))
-        proc.note("%s: %s, %d commit(s) on %s" % (
-            branch, item.name, len(on), base[:12]))
+            console.note("%s needs %s: its branch holds %s too" % (
+                   item.name, ", ".join(needs[item.name]),
+                   "them" if len(needs[item.name]) > 1 else "it"))
+        console.note("%s: %s, %d commit(s) on %s" % (
+               branch, item.name, len(on), base[:12]))
         patch = patches[item.name]
         made.append({
             "stem": stem, "branch": branch, "file": item.name,
@@ -319,15 +321,15 @@ def _branches(manifest, work, base, label, chosen, patches, who):
 def _refuse(work, base, label, item):
     """Says why a patch goes on the base with no set of earlier ones."""
     env = {"GIT_INDEX_FILE": os.path.join(work, ".git", "refuse.index")}
-    proc.git(["read-tree", base], cwd=work, env=env)
-    if proc.git(["apply", "--cached", "-R", "--check", item.mail], cwd=work,
-                env=env, check=False).returncode == 0:
+    subproc.git(["read-tree", base], cwd=work, env=env)
+    if subproc.git(["apply", "--cached", "-R", "--check", item.mail], cwd=work,
+                   env=env, check=False).returncode == 0:
         raise UvPatchError("%s is already in %s" % (item.name, label),
                            hint="drop it from the series (`scripts/uvpatch "
                                 "rebase --onto REF` does)",
                            status=EXIT_APPLY)
-    res = proc.git(["apply", "--cached", "--check", item.mail], cwd=work,
-                   env=env, check=False)
+    res = subproc.git(["apply", "--cached", "--check", item.mail], cwd=work,
+                      env=env, check=False)
     detail = "; ".join(ln for ln in res.stderr.strip().splitlines()[:4])
     raise UvPatchError(
         "%s does not apply on %s, alone or on earlier patches: %s"
@@ -340,7 +342,7 @@ def _refuse(work, base, label, item):
 def _reword_hint(manifest, out):
     return ("reword the commit message in %s (git commit --amend), "
             "`scripts/uvpatch refresh%s`, and retry"
-            % (proc.shown(os.path.join(out, "src")), manifest.base_option))
+            % (console.shown(os.path.join(out, "src")), manifest.base_option))
 
 
 def _describe(pr, label, base, results, places, hint):

@@ -9,7 +9,7 @@ prefix that apply to the host, and the libuv tests those patches add.
 import os
 import re
 
-from .. import proc
+from .. import console, subproc
 from ..fsutil import remove_tree
 from ..series.apply import apply_series, read_state
 from ..build.cmake import Variant, build_tree, check_target, host_target
@@ -24,8 +24,8 @@ _DECLARE = re.compile(r"^\+TEST_DECLARE\s*\(\s*(\w+)\s*\)", re.M)
 
 
 def _added_libuv_tests(src, commit):
-    diff = proc.git_out(["show", "--format=", commit, "--",
-                         "test/test-list.h"], cwd=src)
+    diff = subproc.git_out(["show", "--format=", commit, "--",
+                            "test/test-list.h"], cwd=src)
     return _DECLARE.findall(diff)
 
 
@@ -39,7 +39,7 @@ def checkout_prefix(src, commit, dest):
     if not os.path.exists(index):
         remove_tree(dest)
         os.makedirs(dest)
-    proc.git(["read-tree", "--reset", "-u", commit], cwd=src, env=env)
+    subproc.git(["read-tree", "--reset", "-u", commit], cwd=src, env=env)
 
 
 def bisect(manifest, out, report, config="Release"):
@@ -98,5 +98,5 @@ def bisect(manifest, out, report, config="Release"):
             report("PASS", label, "builds for %s; %d tests of the prefix "
                    "pass or skip" % (target, ran))
     if target != host_target():
-        proc.note("bisect ran for %s" % target)
+        console.note("bisect ran for %s" % target)
     return failures

@@ -16,7 +16,7 @@ import os
 import re
 import shutil
 
-from .. import proc
+from .. import console, subproc
 from ..errors import UvPatchError
 from ..series.apply import apply_series, export_base
 from ..build.cmake import (Variant, _common_args, _configure, _ninja,
@@ -104,13 +104,13 @@ def _pkgconfig_consumer(root, prefix, build_dir):
             ("pkg-config libuv", ["libuv"], True),
             ("pkg-config --static libuv-static",
              ["--static", "libuv-static"], False)):
-        flags = proc.run(["pkg-config", "--cflags", "--libs"] + args,
-                         env=env, capture=True,
-                         what="pkg-config").stdout.split()
+        flags = subproc.run(["pkg-config", "--cflags", "--libs"] + args,
+                            env=env, capture=True,
+                            what="pkg-config").stdout.split()
         exe = os.path.join(build_dir, "consumer_" + ("shared" if shared
                                                      else "static"))
-        proc.run([cc, "-o", exe, source] + flags + ["-ldl"], capture=True,
-                 what="cc (pkg-config consumer)")
+        subproc.run([cc, "-o", exe, source] + flags + ["-ldl"], capture=True,
+                    what="cc (pkg-config consumer)")
         built[name] = (exe, shared)
     return built
 
@@ -121,7 +121,7 @@ def test_consumers(manifest, out, tally, source=None, full=True):
         tally.result("SKIP", "consumers", "the consumer tests run on Linux "
                      "(dladdr, LD_LIBRARY_PATH, Debian's Node.js)")
         return
-    proc.step("consumers of the installed libuv (%s)" % manifest.name)
+    console.step("consumers of the installed libuv (%s)" % manifest.name)
     budgets, libs = {}, {}
     runner = Runner("linux")
     for label, patched in (("patched", True), ("base", False)):

@@ -7,7 +7,7 @@ import glob
 import os
 import re
 
-from .. import proc
+from .. import console, subproc
 from . import libuvrecord
 from ..errors import UvPatchError, EXIT_FAILURE
 from ..fsutil import remove_tree
@@ -70,8 +70,8 @@ def thread_tests(source):
 def _untracked(tree):
     if not os.path.isdir(os.path.join(tree, ".git")):
         return set()
-    res = proc.git(["ls-files", "--others", "-z", "--directory"], cwd=tree,
-                   check=False)
+    res = subproc.git(["ls-files", "--others", "-z", "--directory"], cwd=tree,
+                      check=False)
     return set(p for p in res.stdout.split("\0") if p)
 
 
@@ -98,9 +98,9 @@ def _run_libuv(patched, base, runner, tally, everything, done=None):
     ({test: (status, why)}, results of an earlier run on this build) are
     counted there and not here."""
     target = patched.target
-    proc.step("libuv's suite (%s, %s)" % (
-        target, "tests that use threads" if patched.config == "tsan"
-        else "all" if everything else "selection"))
+    console.step("libuv's suite (%s, %s)" % (
+           target, "tests that use threads" if patched.config == "tsan"
+           else "all" if everything else "selection"))
     tests = _libuv_tests(runner, patched)
     if not isinstance(base, Later):
         variant = base
@@ -115,14 +115,14 @@ def _run_libuv(patched, base, runner, tally, everything, done=None):
         reused = [t for t in tests if t in done]
         tests = [t for t in tests if t not in done]
         passed = sum(done[t][0] == "PASS" for t in reused)
-        proc.note("%d of libuv's tests (%d passed, %d skipped) ran in "
-                  "`scripts/uvpatch test` on this same build: counted "
-                  "there, not run again (%s; remove it to rerun them)"
-                  % (len(reused), passed, len(reused) - passed,
-                     proc.shown(libuvrecord.record_path(patched))))
+        console.note("%d of libuv's tests (%d passed, %d skipped) ran in "
+                     "`scripts/uvpatch test` on this same build: counted "
+                     "there, not run again (%s; remove it to rerun them)"
+                     % (len(reused), passed, len(reused) - passed,
+                        console.shown(libuvrecord.record_path(patched))))
     if not runner.isolated:
-        proc.note("no private network namespace here: tests that send "
-                  "beyond loopback are skipped")
+        console.note("no private network namespace here: tests that send "
+                     "beyond loopback are skipped")
     results = []
 
     def report(status, test, why):

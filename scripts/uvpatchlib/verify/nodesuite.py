@@ -31,9 +31,9 @@ import tarfile
 import tempfile
 import urllib.request
 
-from .. import proc
+from .. import console, subproc
 from ..errors import UvPatchError, EXIT_FETCH
-from ..source.fetch import cache_root
+from ..source.cache import cache_root
 from ..fsutil import Lock, remove_tree, sha256_file, write_atomic
 
 SPEC = os.path.join("tests", "consumer", "node18.json")
@@ -104,7 +104,7 @@ def _check_sha(path, want):
 
 
 def _download(url, dest):
-    proc.note("download %s" % os.path.basename(dest))
+    console.note("download %s" % os.path.basename(dest))
     tmp = dest + ".part"
     try:
         with urllib.request.urlopen(url, timeout=NETWORK_TIMEOUT) as r, \
@@ -122,12 +122,12 @@ def _fetch_debs(spec, dl):
     missing = [d for d in spec["debs"]
                if not os.path.isfile(os.path.join(dl, d["file"]))]
     if missing:
-        proc.note("apt-get download %s" % " ".join(d["package"]
-                                                     for d in missing))
-        res = proc.run(["apt-get", "download"] +
-                       ["%s=%s" % (d["package"], d["version"])
-                        for d in missing], cwd=dl, capture=True,
-                       check=False, what="apt-get download")
+        console.note("apt-get download %s" % " ".join(d["package"]
+                                                        for d in missing))
+        res = subproc.run(["apt-get", "download"] +
+                          ["%s=%s" % (d["package"], d["version"])
+                           for d in missing], cwd=dl, capture=True,
+                          check=False, what="apt-get download")
         if res.returncode != 0:
             raise UvPatchError(
                 "apt-get download failed: %s"
@@ -192,8 +192,8 @@ def _unpack(spec, dl, paths, dest):
     try:
         root = os.path.join(tmp, "root")
         for d in spec["debs"]:
-            proc.run(["dpkg", "-x", os.path.join(dl, d["file"]), root],
-                     what="dpkg -x")
+            subproc.run(["dpkg", "-x", os.path.join(dl, d["file"]), root],
+                        what="dpkg -x")
         src = os.path.join(tmp, "src")
         os.makedirs(src)
         top = "node-v18.20.4"
@@ -211,13 +211,13 @@ def _unpack(spec, dl, paths, dest):
         listing = os.path.join(tmp, "members")
         with open(listing, "w", encoding="utf-8") as f:
             f.write("".join(n + "\n" for n in members))
-        proc.run(["tar", "-xJf", paths["orig"], "-C", src,
-                  "--strip-components=1", "--no-recursion", "-T", listing],
-                 what="tar (Node's tests)")
+        subproc.run(["tar", "-xJf", paths["orig"], "-C", src,
+                     "--strip-components=1", "--no-recursion", "-T", listing],
+                    what="tar (Node's tests)")
         hunk = _timeout_hunk(paths["debian"], spec["source"]["timeout_patch"],
                              spec["source"]["timeout_file"])
-        proc.run(["patch", "-s", "-p1", "--forward"], cwd=src, input=hunk,
-                 capture=True, what="patch (Debian's platformTimeout)")
+        subproc.run(["patch", "-s", "-p1", "--forward"], cwd=src, input=hunk,
+                    capture=True, what="patch (Debian's platformTimeout)")
         remove_tree(dest)
         os.rename(tmp, dest)
     finally:
@@ -243,7 +243,7 @@ def prepare(root):
         except OSError:
             fresh = False
         if not fresh:
-            proc.note("unpack Node.js 18 and its tests into %s" % tree)
+            console.note("unpack Node.js 18 and its tests into %s" % tree)
             _unpack(spec, dl, paths, tree)
             write_atomic(stamp, want)
     return os.path.join(tree, "root"), os.path.join(tree, "src")
@@ -316,7 +316,7 @@ class Node:
     def run(self, args, slot=0, timeout=TEST_TIMEOUT, cwd=None):
         cmd = self.sandbox + ["--", "sh", "-c", SANDBOX_SCRIPT, self.share,
                               self.node] + list(args)
-        proc.show_command(cmd, cwd)
+        console.show_command(cmd, cwd)
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
             child = subprocess.Popen(cmd, cwd=cwd or self.src,
                                      env=self.env(slot),
@@ -399,7 +399,7 @@ def run_suite(root, libs, work, tally, label="node"):
     if why:
         tally.result("SKIP", label, why)
         return
-    proc.step("Node.js 18's tests on the installed libuv.so.1")
+    console.step("Node.js 18's tests on the installed libuv.so.1")
     try:
         node_root, src = prepare(root)
     except UvPatchError as e:
@@ -436,8 +436,8 @@ def run_suite(root, libs, work, tally, label="node"):
         nodes[kind] = node
     results = {}
     for kind, node in nodes.items():
-        proc.note("%d tests on the %s libuv, %d at a time"
-                  % (len(tests), kind, WORKERS))
+        console.note("%d tests on the %s libuv, %d at a time"
+                     % (len(tests), kind, WORKERS))
         results[kind] = _run_all(node, tests)
     counts = {k: {"PASS": 0, "FAIL": 0, "SKIP": 0} for k in results}
     for kind, res in results.items():

@@ -10,7 +10,7 @@ import platform
 import shutil
 import time
 
-from .. import proc
+from .. import console
 from ..errors import UvPatchError, EXIT_FAILURE
 from ..fsutil import write_atomic
 from ..build.cmake import host_target
@@ -77,8 +77,8 @@ def proofs_for(manifest, target):
 def run_regress(manifest, patched, base, runner, tally):
     target = patched.target
     threads_only = patched.config == "tsan"
-    proc.step("regression programs (%s%s)" % (
-        target, ", the cases that start threads" if threads_only else ""))
+    console.step("regression programs (%s%s)" % (
+           target, ", the cases that start threads" if threads_only else ""))
     proofs = proofs_for(manifest, target)
     found = set()
     results = {}
@@ -125,8 +125,8 @@ def run_regress(manifest, patched, base, runner, tally):
                                               ": " + base_why if base_why
                                               else ""))
     if base is None:
-        proc.note("proofs are judged by the Release run, not under %s"
-                  % patched.config)
+        console.note("proofs are judged by the Release run, not under %s"
+                     % patched.config)
         return
     if not threads_only:
         save_results(patched, manifest, results)
@@ -166,7 +166,7 @@ def run_memcheck(manifest, patched, runner, tally):
     not judged: valgrind slows the loop, not the peer."""
     if patched.target != host_target() or runner.under_wine:
         return
-    proc.step("regression programs under valgrind (%s)" % patched.target)
+    console.step("regression programs under valgrind (%s)" % patched.target)
     label = "%s valgrind" % patched.target
     if patched.config in SANITIZED:
         tally.result("SKIP", label, "built with %s: valgrind cannot run it, "

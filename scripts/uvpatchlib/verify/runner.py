@@ -13,7 +13,7 @@ import signal
 import subprocess
 import tempfile
 
-from .. import proc
+from .. import console
 from ..build.cmake import cross_windows, windows_toolchain_missing
 
 CASE_TIMEOUT = 60
@@ -142,7 +142,7 @@ class Runner:
         cannot keep us waiting, and is killed with the group. ``env`` adds
         to the runner's environment."""
         cmd = self.command(exe, args)
-        proc.show_command(cmd, cwd)
+        console.show_command(cmd, cwd)
         run_env = dict(self.env, **(env or {}))
         with tempfile.TemporaryFile() as out, \
                 tempfile.TemporaryFile() as err:
@@ -203,7 +203,7 @@ def _status_name(code):
     return "exit status %d" % code
 
 
-# The harness's result lines (tests/regress/harness.h, pyunit.py).
+# The harness's result lines (tests/regress/harness.h, toolsuite.py).
 RESULT_MARKERS = (("ok ", "PASS"), ("not ok ", "FAIL"), ("skip ", "SKIP"))
 
 

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import tempfile
 
-from .. import proc
+from .. import console
 from ..errors import UvPatchError, EXIT_FAILURE, EXIT_FETCH
 from ..fsutil import Lock
 from ..series.check import check
@@ -25,11 +25,11 @@ from .runner import (TIMING_REPORT, Runner, Tally, _report_lines,
 def run_tool_tests(root, tally, shards=2):
     """The tool's unittest suite, in ``shards`` processes at once: its tests
     mostly wait on git and subprocesses."""
-    proc.step("tool unit tests")
+    console.step("tool unit tests")
     env = dict(os.environ)
     env["PYTHONPATH"] = os.path.join(root, "scripts")
     seen = 0
-    with tempfile.TemporaryDirectory(prefix="uvpatch-pyunit-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="uvpatch-toolsuite-") as tmp:
         # Files, not pipes: no child blocks while another is read.
         children = []
         for k in range(shards):
@@ -38,7 +38,7 @@ def run_tool_tests(root, tally, shards=2):
             err = open(os.path.join(tmp, "%d.err" % k), "w+",
                        encoding="utf-8")
             children.append((subprocess.Popen(
-                [sys.executable, "-m", "uvpatchlib.pyunit",
+                [sys.executable, "-m", "uvpatchlib.verify.toolsuite",
                  os.path.join(root, "tests", "tool"), "%d/%d" % (k, shards)],
                 env=env, stdout=out, stderr=err, cwd=root), out, err))
         for child, out, err in children:
@@ -140,7 +140,7 @@ SANITIZERS = ("asan", "ubsan", "tsan")
 def test_base(manifest, out, tally, suite="regression", target=None,
               config="Release", source=None, full=True, extras=()):
     if suite in ("regression", "all"):
-        proc.step("check (%s)" % manifest.name)
+        console.step("check (%s)" % manifest.name)
         check(manifest, out, tally.result)
     targets, skipped = targets_to_test(target, config)
     for name, why in skipped:
@@ -174,12 +174,12 @@ def test_base(manifest, out, tally, suite="regression", target=None,
             else:
                 # Beside the default base, libuv's selection runs on the
                 # host only; under Wine the regression programs do.
-                proc.note("libuv's selection under Wine: default base only")
+                console.note("libuv's selection under Wine: default base only")
         finally:
             runner.stop()
     if full and suite in ("regression", "all") and target in (None, "all") \
             and config == "Release":
         # What cli passes in: the bench's smoke check, which this runner
-        # cannot import (the report stage is built on it).
+        # cannot import (the bench stage is built on it).
         for extra in extras:
             extra(manifest, out, tally, source=source)

@@ -14,13 +14,14 @@ import os
 import re
 import tempfile
 
-from .. import proc
-from ..errors import UvPatchError
-from ..source import gitref
-from ..source.fetch import Fetcher
-from ..fsutil import remove_tree
-from .apply import AM_IDENTITY, _build, declare_shallow
-from .manifest import Manifest, validate
+from ... import console, subproc
+from ...errors import UvPatchError
+from ...source import gitref
+from ...source.fetch import Fetcher
+from ...fsutil import remove_tree
+from ..apply import AM_IDENTITY, _build, declare_shallow
+from ..manifest import Manifest, validate
+from .state import head
 
 _ORIGIN = re.compile(r"^Origin: upstream, \S*/commit/([0-9a-f]{40})\s*$",
                      re.M)
@@ -42,7 +43,7 @@ def fetch_base(manifest, also):
 
 
 def has_commit(repo, commit):
-    return repo is not None and proc.git(
+    return repo is not None and subproc.git(
         ["cat-file", "-e", commit + "^{commit}"], cwd=repo,
         check=False).returncode == 0
 
@@ -56,7 +57,7 @@ def already_upstream(manifest, found):
         with open(manifest.patch_path(e), encoding="utf-8",
                   errors="surrogateescape", newline="") as f:
             m = _ORIGIN.search(f.read())
-        if m and has_commit(repo, m.group(1)) and proc.git(
+        if m and has_commit(repo, m.group(1)) and subproc.git(
                 ["merge-base", "--is-ancestor", m.group(1),
                  found["commit"]], cwd=repo, check=False).returncode == 0:
             has[e["file"]] = m.group(1)
@@ -71,7 +72,7 @@ def distances(manifest, found):
     for data in manifest.doc["bases"]:
         base = data["upstream"]["commit"]
         if has_commit(repo, base):
-            found_d[data["name"]] = int(proc.git_out(
+            found_d[data["name"]] = int(subproc.git_out(
                 ["rev-list", "--count", "%s...%s" % (base, commit)],
                 cwd=repo))
     return found_d
@@ -138,16 +139,16 @@ def choose(manifest, out_root, found, onto_entry, also):
                 _try(trial, found, onto_repo, start,
                      os.path.join(scratch, "old-%d" % i), also)
             except UvPatchError as e:
-                proc.note("rebase: cannot try the %s series: %s"
-                          % (base.name, e.message.splitlines()[0]))
+                console.note("rebase: cannot try the %s series: %s"
+                             % (base.name, e.message.splitlines()[0]))
                 continue
             trials.append(trial)
-            proc.note("rebase: " + trial.describe(found["label"]))
+            console.note("rebase: " + trial.describe(found["label"]))
     finally:
         remove_tree(scratch)
     if not trials:
-        proc.note("rebase: no series could be tried; starting from base %s"
-                  % manifest.name)
+        console.note("rebase: no series could be tried; starting from base %s"
+                     % manifest.name)
         return manifest
     best = max(trials, key=Trial.rank)
     equals = [t for t in trials if t.rank()[:2] == best.rank()[:2]]
@@ -161,7 +162,7 @@ def choose(manifest, out_root, found, onto_entry, also):
             len(equals), found["label"],
             ", ".join("%s: %d commits" % kv for kv in near.items())
             or "no history to measure: deps.json's order")
-    proc.note("rebase: starting from base %s: %s" % (best.base.name, why))
+    console.note("rebase: starting from base %s: %s" % (best.base.name, why))
     return best.base
 
 
@@ -171,30 +172,27 @@ def _try(trial, found, repo, start, old, also):
     entry = fetch_base(base, also)
     _build(base, entry, old, quiet=True)
     declare_shallow(repo, start)
-    proc.git(["fetch", "-q", "--no-tags", "--update-shallow", "--", old,
-              "+HEAD:refs/uvpatch-try/head"], cwd=repo)
-    proc.git(["reset", "-q", "--hard", start], cwd=repo)
-    proc.git(["clean", "-q", "-f", "-d", "-x"], cwd=repo)
+    subproc.git(["fetch", "-q", "--no-tags", "--update-shallow", "--", old,
+                 "+HEAD:refs/uvpatch-try/head"], cwd=repo)
+    subproc.git(["reset", "-q", "--hard", start], cwd=repo)
+    subproc.git(["clean", "-q", "-f", "-d", "-x"], cwd=repo)
     upstream = already_upstream(base, found)
     for e in base.series:
         if e["file"] in upstream:
             trial.dropped += 1
             continue
-        before = _head(repo)
-        res = proc.git(["am", "-q", "-3", "--committer-date-is-author-date",
-                        "--", base.patch_path(e)], cwd=repo,
-                       env=AM_IDENTITY, check=False)
+        before = head(repo)
+        res = subproc.git(["am", "-q", "-3", "--committer-date-is-author-date",
+                           "--", base.patch_path(e)], cwd=repo,
+                          env=AM_IDENTITY, check=False)
         if res.returncode != 0:
-            files = proc.git_out(["diff", "--name-only", "--diff-filter=U"],
-                                 cwd=repo).split()
-            proc.git(["am", "--abort"], cwd=repo, check=False)
+            files = subproc.git_out(["diff", "--name-only", "--diff-filter=U"],
+                                    cwd=repo).split()
+            subproc.git(["am", "--abort"], cwd=repo, check=False)
             trial.stop = (e["file"], sorted(set(files)))
             return
-        if _head(repo) == before:
+        if head(repo) == before:
             trial.dropped += 1
         else:
             trial.applied += 1
 
-
-def _head(repo):
-    return proc.git_out(["rev-parse", "HEAD"], cwd=repo)

@@ -6,10 +6,10 @@ import json
 import os
 import re
 
-from .. import proc
+from .. import console, subproc
 from ..errors import UvPatchError, EXIT_FAILURE
 from ..fsutil import write_atomic
-from ..verify.regress import results_path
+from .regress import results_path
 
 TARGET, CONFIG = "linux", "Release"
 MISSING = "—"
@@ -29,12 +29,12 @@ def load_record(path):
     except FileNotFoundError:
         return None
     except (ValueError, UnicodeDecodeError) as e:
-        raise UvPatchError("%s: not a results file: %s" % (proc.shown(path),
+        raise UvPatchError("%s: not a results file: %s" % (console.shown(path),
                                                            e),
                            hint="remove it and run `scripts/uvpatch test` "
                                 "on that base again", status=EXIT_FAILURE)
     if not isinstance(doc, dict) or not isinstance(doc.get("cases"), dict):
-        raise UvPatchError("%s: no \"cases\" object" % proc.shown(path),
+        raise UvPatchError("%s: no \"cases\" object" % console.shown(path),
                            hint="remove it and run `scripts/uvpatch test` "
                                 "on that base again", status=EXIT_FAILURE)
     return doc
@@ -276,7 +276,7 @@ def render(bases, records, checkout, windows=None):
 
 def checkout_commit(root):
     try:
-        return proc.git_out(["rev-parse", "--short", "HEAD"], cwd=root)
+        return subproc.git_out(["rev-parse", "--short", "HEAD"], cwd=root)
     except UvPatchError:
         return "unknown (not a git checkout)"
 

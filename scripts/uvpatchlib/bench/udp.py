@@ -8,7 +8,7 @@ import platform
 import shutil
 import tempfile
 
-from .. import proc
+from .. import console
 from ..build.cmake import host_target
 from .figures import MODES, Unmeasured, _pick, rounds, run_json
 
@@ -47,7 +47,7 @@ def measure_udp(sec, variants, runner, cfg, raw):
 
     # Datagrams per loop iteration: deterministic, one run each.
     for _, name, v in rounds(1, variants):
-        proc.note("udp: datagrams per iteration, %s" % name)
+        console.note("udp: datagrams per iteration, %s" % name)
         try:
             lines = run_json(runner, v.bench_program("udp_flood"),
                              ["--drain", "100", "--reps", "1",
@@ -66,8 +66,8 @@ def measure_udp(sec, variants, runner, cfg, raw):
                 sec.unmeasured("seq.%s" % m, line["skip"])
 
     for r, name, v in rounds(cfg["reps"], variants):
-        proc.note("udp: flood, %s, round %d of %d" % (name, r + 1,
-                                                      cfg["reps"]))
+        console.note("udp: flood, %s, round %d of %d" % (name, r + 1,
+                                                         cfg["reps"]))
         try:
             lines = run_json(runner, v.bench_program("udp_flood"),
                              ["--ms", str(cfg["flood_ms"]), "--label", name])
@@ -88,8 +88,8 @@ def measure_udp(sec, variants, runner, cfg, raw):
             sec.add("flood.%s.lag_p99" % m, name, line["lag_p99_us"])
 
     for r, name, v in rounds(cfg["reps"], variants):
-        proc.note("udp: drain, %s, round %d of %d" % (name, r + 1,
-                                                      cfg["reps"]))
+        console.note("udp: drain, %s, round %d of %d" % (name, r + 1,
+                                                         cfg["reps"]))
         try:
             lines = run_json(runner, v.bench_program("udp_flood"),
                              ["--drain", str(cfg["drain"]), "--reps",
@@ -125,7 +125,7 @@ def measure_callgrind(sec, variants, runner, cfg):
     with tempfile.TemporaryDirectory(prefix="uvpatch-grind-") as tmp:
         for _, name, v in rounds(1, variants):
             for m in MODES:
-                proc.note("udp: callgrind, %s, %s" % (name, m))
+                console.note("udp: callgrind, %s, %s" % (name, m))
                 out = os.path.join(tmp, "%s-%s.out" % (name, m))
                 # Only what runs inside uv_run: the loop receiving the
                 # backlog, not the sends that queue it.
@@ -172,8 +172,8 @@ def measure_errqueue(sec, variants, runner, cfg):
         sec.unmeasured("", "EPOLLERR and the error queue are Linux-only")
         return
     for r, name, v in rounds(cfg["err_reps"], variants):
-        proc.note("errqueue: %s, round %d of %d" % (name, r + 1,
-                                                    cfg["err_reps"]))
+        console.note("errqueue: %s, round %d of %d" % (name, r + 1,
+                                                       cfg["err_reps"]))
         try:
             lines = run_json(runner, v.bench_program("udp_errqueue"),
                              [name, "all", "0", "0", str(cfg["idle_ms"])],

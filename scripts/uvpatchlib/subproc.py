@@ -1,41 +1,13 @@
-"""Progress lines and subprocesses, reported the same way everywhere."""
+"""Running subprocesses, git among them: each shown the same way (with
+-v) and a failure reported as a UvPatchError naming the command."""
 
 import os
 import shlex
 import subprocess
 import sys
 
+from .console import show_command
 from .errors import UvPatchError, EXIT_FAILURE
-
-VERBOSE = False
-
-
-def step(text):
-    """A top-level step: ``=== fetch``."""
-    print("=== " + text, file=sys.stderr, flush=True)
-
-
-def note(text):
-    """A detail of the current step: ``--- verified tree 2a518b5``."""
-    print("--- " + text, file=sys.stderr, flush=True)
-
-
-def shown(path):
-    """A path as a message names it: relative to the working folder when
-    it lies under it (out/v1.x/src), else absolute."""
-    path = os.path.abspath(path)
-    try:
-        rel = os.path.relpath(path)
-    except ValueError:  # another drive on Windows
-        return path
-    return path if rel == ".." or rel.startswith(".." + os.sep) else rel
-
-
-def show_command(cmd, cwd=None):
-    if VERBOSE:
-        where = " (in %s)" % cwd if cwd else ""
-        print("+ " + shlex.join(str(c) for c in cmd) + where,
-              file=sys.stderr, flush=True)
 
 
 def run(cmd, cwd=None, env=None, capture=False, check=True, input=None,
@@ -53,7 +25,7 @@ def run(cmd, cwd=None, env=None, capture=False, check=True, input=None,
         full_env = dict(os.environ if inherit is None else inherit)
         full_env.update(env or {})
     try:
-        proc = subprocess.run(
+        res = subprocess.run(
             cmd, cwd=cwd, env=full_env, input=input, timeout=timeout,
             stdout=subprocess.PIPE if capture else sys.stderr,
             stderr=subprocess.PIPE if capture else None,
@@ -67,16 +39,16 @@ def run(cmd, cwd=None, env=None, capture=False, check=True, input=None,
                            % (what or cmd[0], timeout, shlex.join(cmd)),
                            hint="check that it is not waiting for input or "
                                 "the network")
-    if check and proc.returncode != 0:
+    if check and res.returncode != 0:
         detail = ""
-        if capture and proc.stderr.strip():
-            detail = "\n" + proc.stderr.strip()
+        if capture and res.stderr.strip():
+            detail = "\n" + res.stderr.strip()
         raise UvPatchError(
             "%s failed with exit status %d: %s%s"
-            % (what or cmd[0], proc.returncode, shlex.join(cmd), detail),
+            % (what or cmd[0], res.returncode, shlex.join(cmd), detail),
             hint="run the command by hand to see all of its output",
             status=EXIT_FAILURE)
-    return proc
+    return res
 
 
 # What of the user's GIT_* environment reaches the tool's git: how to

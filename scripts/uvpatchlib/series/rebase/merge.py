@@ -1,35 +1,26 @@
-"""rebase: move the series to another upstream commit.
-
-The new base is fetched and verified like the pinned one, and every patch
-is applied with a three-way merge (`git am -3`) in out/rebase, a git
-repository of its own. Only when all of them are in does the series get
-refreshed against the new base and deps.json rewritten; a conflict stops
-with the pinned series untouched and the conflicted tree left in
-out/rebase for `rebase --continue` or `rebase --abort`. Where REF is
-found, and the base it becomes, is newbase.py's part.
+"""A rebase's merges: the new base fetched and verified, the old series
+applied on its own base for the common ancestors, then one three-way
+merge (`git am -3`) per patch in out/rebase, stopping at a conflict for
+`rebase --continue` or `rebase --abort`.
 """
 
 import copy
-import json
 import os
-import re
 import shlex
 import shutil
 
-from .. import proc
-from ..errors import UvPatchError, EXIT_APPLY, EXIT_STATE
-from ..source.fetch import Fetcher
-from ..fsutil import remove_tree, replace_dir, sha256_file, write_atomic
-from . import rebasetry
-from .apply import (AM_IDENTITY, BASE_TAG, STATE_FILE, _build, apply_series,
-                    declare_shallow, local_changes, read_state)
-from .manifest import Manifest, load, validate
-from .newbase import base_entry, locate
-from .refresh import refresh
-
-STATE = "uvpatch-rebase.json"       # in out/rebase/.git
-PATCHES = "uvpatch-rebase-patches"  # copies of the series being moved
-OLD_REFS = "refs/uvpatch-old/"      # the old series, for the merge bases
+from ... import console, subproc
+from ...errors import UvPatchError, EXIT_APPLY, EXIT_STATE
+from ...fsutil import remove_tree, sha256_file
+from ...source.fetch import Fetcher, fetch_ref
+from ..apply import (AM_IDENTITY, BASE_TAG, _build, apply_series,
+                     declare_shallow)
+from ..manifest import Manifest, load, validate
+from . import choose
+from .baseentry import base_entry
+from .finish import finish
+from .state import OLD_REFS, PATCHES, head, load as load_state, save, \
+    work_dir
 
 RESOLVE_HINT = ("resolve it in %s: edit the files, `git add` them, then run "
                 "`scripts/uvpatch rebase --continue`; or give up with "
@@ -37,65 +28,48 @@ RESOLVE_HINT = ("resolve it in %s: edit the files, `git add` them, then run "
                 "are untouched until the rebase completes)")
 
 
-def _dir(out):
-    return os.path.join(out, "rebase")
-
-
-def _load(work):
-    try:
-        with open(os.path.join(work, ".git", STATE), encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
-
-
-def _save(work, state):
-    write_atomic(os.path.join(work, ".git", STATE),
-                 json.dumps(state, indent=2) + "\n")
-
-
 # Starting: the new base, verified, and the series copied aside.
 
 def start(manifest, out_root, ref, source=None, name=None, nearest=True):
     """Moves ``manifest``'s series (or, with ``nearest``, that of the base
     nearest to REF) onto REF, as the base ``name``."""
-    work = _dir(out_root)
-    if _load(work) is not None:
+    work = work_dir(out_root)
+    if load_state(work) is not None:
         raise UvPatchError(
             "a rebase is already in progress in %s" % work,
             hint="finish it with `scripts/uvpatch rebase --continue` or "
                  "drop it with `scripts/uvpatch rebase --abort`",
             status=EXIT_STATE)
-    proc.step("rebase: fetch %s" % ref)
-    found, scratch = locate(manifest, out_root, ref, source)
+    console.step("rebase: fetch %s" % ref)
+    found, scratch = fetch_ref(manifest, out_root, ref, source)
     # Every tree the rebase needs comes from --source too when it is a
     # repository or bundle (it holds the old bases as well as REF).
-    also = rebasetry.tree_sources(source)
+    also = choose.tree_sources(source)
     try:
         onto, notes = base_entry(manifest, found, name)
         target = validate(manifest.doc_with(onto), manifest.root,
                           check_files=False, base=onto["name"])
         entry = Fetcher(target).fetch(found["fetch_from"])
         if nearest:
-            manifest = rebasetry.choose(manifest, out_root, found, entry,
-                                        also)
+            manifest = choose.choose(manifest, out_root, found, entry,
+                                     also)
             onto, notes = base_entry(manifest, found, name)
             target = validate(manifest.doc_with(onto), manifest.root,
                               check_files=False, base=onto["name"])
-        upstream_has = rebasetry.already_upstream(manifest, found)
+        upstream_has = choose.already_upstream(manifest, found)
         # The old series must apply on the old base: its commits give
         # the three-way merges their common ancestors.
-        rebasetry.fetch_base(manifest, also)
+        choose.fetch_base(manifest, also)
         old_src = apply_series(manifest, os.path.join(out_root,
                                                       manifest.name))
     finally:
         remove_tree(scratch)
     for note in notes:
-        proc.note(note)
+        console.note(note)
 
-    proc.step("rebase %s onto %s (%s), as base %s"
-              % (manifest.name, onto["upstream"]["tag"],
-                 onto["upstream"]["commit"][:12], onto["name"]))
+    console.step("rebase %s onto %s (%s), as base %s"
+                 % (manifest.name, onto["upstream"]["tag"],
+                    onto["upstream"]["commit"][:12], onto["name"]))
     remove_tree(work)
     try:
         bare = copy.deepcopy(onto)
@@ -104,13 +78,13 @@ def start(manifest, out_root, ref, source=None, name=None, nearest=True):
                       work)["base"]
         # A base fetched shallow lacks its parents: both repositories must
         # say so, or git walks into the missing history and fails.
-        declare_shallow(old_src, proc.git_out(
+        declare_shallow(old_src, subproc.git_out(
             ["rev-parse", BASE_TAG + "^{commit}"], cwd=old_src))
         declare_shallow(work, base)
-        proc.git(["fetch", "-q", "--no-tags", "--update-shallow", "--",
-                  old_src,
-                  "+refs/tags/%s:%sbase" % (BASE_TAG, OLD_REFS),
-                  "+HEAD:%shead" % OLD_REFS], cwd=work)
+        subproc.git(["fetch", "-q", "--no-tags", "--update-shallow", "--",
+                     old_src,
+                     "+refs/tags/%s:%sbase" % (BASE_TAG, OLD_REFS),
+                     "+HEAD:%shead" % OLD_REFS], cwd=work)
         folder = os.path.join(work, ".git", PATCHES)
         os.makedirs(folder)
         for e in manifest.series:
@@ -130,10 +104,10 @@ def start(manifest, out_root, ref, source=None, name=None, nearest=True):
     for item in state["patches"]:
         if item["file"] in upstream_has:
             item.update(status="upstream", commit=upstream_has[item["file"]])
-            proc.note("%s: dropped: already upstream (commit %s is in %s)"
-                      % (item["file"], item["commit"][:12],
-                         onto["upstream"]["commit"][:12]))
-    _save(work, state)
+            console.note("%s: dropped: already upstream (commit %s is in %s)"
+                         % (item["file"], item["commit"][:12],
+                            onto["upstream"]["commit"][:12]))
+    save(work, state)
     return _run(manifest, out_root, work, state)
 
 
@@ -144,50 +118,46 @@ def _run(manifest, out, work, state):
     for item in state["patches"]:
         if item["status"] != "pending":
             continue
-        before = _head(work)
+        before = head(work)
         # Saved first, so a crash in `git am` can be told apart later.
         item.update(status="running", before=before)
-        _save(work, state)
-        res = proc.git(["am", "-q", "-3", "--committer-date-is-author-date",
-                        "--", os.path.join(folder, item["file"])], cwd=work,
-                       env=AM_IDENTITY, check=False)
+        save(work, state)
+        res = subproc.git(["am", "-q", "-3", "--committer-date-is-author-date",
+                           "--", os.path.join(folder, item["file"])], cwd=work,
+                          env=AM_IDENTITY, check=False)
         if res.returncode == 0:
             _record(item, work, before)
             del item["before"]
-            _save(work, state)
+            save(work, state)
             continue
         item["status"] = "conflict"
         item["files"] = _unmerged(work)
-        _save(work, state)
+        save(work, state)
         raise UvPatchError(_describe_conflict(work, item, state, res),
                            hint=RESOLVE_HINT % work, status=EXIT_APPLY)
-    return _finish(manifest, out, work, state)
+    return finish(manifest, out, work, state)
 
 
 def _record(item, work, before):
-    head = _head(work)
-    if head == before:
+    last = head(work)
+    if last == before:
         item["status"] = "dropped"
-        proc.note("%s: no changes left on the new base (already "
-                  "upstream): dropped" % item["file"])
+        console.note("%s: no changes left on the new base (already "
+                     "upstream): dropped" % item["file"])
     else:
         item["status"] = "applied"
-        item["commit"] = head
-        proc.note("applied %s" % item["file"])
-
-
-def _head(work):
-    return proc.git_out(["rev-parse", "HEAD"], cwd=work)
+        item["commit"] = last
+        console.note("applied %s" % item["file"])
 
 
 def _unmerged(work):
-    out = proc.git_out(["diff", "--name-only", "--diff-filter=U"], cwd=work)
+    out = subproc.git_out(["diff", "--name-only", "--diff-filter=U"], cwd=work)
     return sorted(set(out.splitlines()))
 
 
 def _status(work):
     # Not git_out: its strip() would eat the first line's status column.
-    return proc.git(["status", "--porcelain"], cwd=work).stdout.splitlines()
+    return subproc.git(["status", "--porcelain"], cwd=work).stdout.splitlines()
 
 
 _KINDS = {"UU": "both changed", "AA": "both added",
@@ -247,8 +217,8 @@ def _describe_conflict(work, item, state, res):
 # Continuing and aborting.
 
 def _in_progress(out):
-    work = _dir(out)
-    state = _load(work)
+    work = work_dir(out)
+    state = load_state(work)
     if state is None:
         raise UvPatchError("no rebase in progress (%s holds none)" % work,
                            hint="start one with `scripts/uvpatch rebase "
@@ -268,8 +238,8 @@ def resume(root, out):
     for p in state["patches"]:
         if p["status"] == "running":  # interrupted inside `git am`
             if os.path.isdir(am):
-                proc.git(["am", "--abort"], cwd=work, check=False)
-            if _head(work) != p["before"]:
+                subproc.git(["am", "--abort"], cwd=work, check=False)
+            if head(work) != p["before"]:
                 _record(p, work, p["before"])
             else:
                 p["status"] = "pending"
@@ -277,7 +247,7 @@ def resume(root, out):
     item = next((p for p in state["patches"]
                  if p["status"] == "conflict"), None)
     if item is None:  # interrupted, or stopped after the merges
-        _save(work, state)
+        save(work, state)
         return _run(manifest, out, work, state)
     unmerged = _unmerged(work)
     if unmerged:
@@ -302,8 +272,8 @@ def resume(root, out):
                  "then `scripts/uvpatch rebase --continue`" % work,
             status=EXIT_APPLY)
     if os.path.isdir(am):
-        staged = proc.git(["diff", "--cached", "--quiet"], cwd=work,
-                          check=False).returncode != 0
+        staged = subproc.git(["diff", "--cached", "--quiet"], cwd=work,
+                             check=False).returncode != 0
         if not staged:
             # Dropping a patch is a choice to make explicitly.
             raise UvPatchError(
@@ -317,12 +287,12 @@ def resume(root, out):
         date = _author_date(am)
         if date:
             env["GIT_COMMITTER_DATE"] = date
-        proc.git(["am", "--continue"], cwd=work, env=env)
+        subproc.git(["am", "--continue"], cwd=work, env=env)
     # Without `git am` state the user finished it by hand; HEAD tells.
     _record(item, work, item["before"])
     for key in ("before", "files"):
         item.pop(key, None)
-    _save(work, state)
+    save(work, state)
     return _run(manifest, out, work, state)
 
 
@@ -341,92 +311,7 @@ def _author_date(am):
 def abort(out):
     work, _ = _in_progress(out)
     if os.path.isdir(os.path.join(work, ".git", "rebase-apply")):
-        proc.git(["am", "--abort"], cwd=work, check=False)
+        subproc.git(["am", "--abort"], cwd=work, check=False)
     remove_tree(work)
-    proc.note("rebase aborted: %s removed; patches/ and deps.json are as "
-              "they were" % work)
-
-
-# Finishing: refresh against the new base, then out/src is the result.
-
-def _finish(manifest, out, work, state):
-    onto = state["onto"]
-    head = _head(work)
-    applied = [p for p in state["patches"] if p["status"] == "applied"]
-    by_file = {e["file"]: e for e in manifest.series}
-    write_atomic(os.path.join(work, ".git", STATE_FILE), json.dumps({
-        "tree": onto["upstream"]["tree"], "base": state["base"],
-        "patches": [], "head": head}, indent=2) + "\n")
-    target = validate(manifest.doc_with(onto), manifest.root,
-                      check_files=False, base=onto["name"])
-    proc.step("rebase: refresh")
-    before = {e["file"]: _read(manifest.patch_path(e))
-              for e in manifest.series}
-    changed, removed = refresh(target, out, src=work,
-                               priors=[by_file[p["file"]] for p in applied])
-    for ref in proc.git_out(["for-each-ref", "--format=%(refname)",
-                             OLD_REFS], cwd=work).split():
-        proc.git(["update-ref", "-d", ref], cwd=work)
-    remove_tree(os.path.join(work, ".git", PATCHES))
-    os.unlink(os.path.join(work, ".git", STATE))
-
-    src = os.path.join(out, target.name, "src")
-    if os.path.isdir(src) and local_changes(src, read_state(src)):
-        proc.note("%s has work of its own: kept; the rebased tree is "
-                  "in %s" % (proc.shown(src), proc.shown(work)))
-    else:
-        # A new base has no folder in out/ yet.
-        os.makedirs(os.path.dirname(src), exist_ok=True)
-        replace_dir(work, src)
-    _report(manifest, target, state, before)
-    return changed, removed
-
-
-def _read(path):
-    with open(path, encoding="utf-8", errors="surrogateescape",
-              newline="") as f:
-        return f.read()
-
-
-def _essence(text):
-    """A patch without what a new base changes by itself: blob ids and
-    line numbers."""
-    keep = []
-    for line in text.split("\n"):
-        if line.startswith("index "):
-            continue
-        keep.append(re.sub(r"^@@ -\d+(,\d+)? \+\d+(,\d+)? @@", "@@", line))
-    return "\n".join(keep)
-
-
-def _report(manifest, target, state, before):
-    old_up, new_up = manifest.upstream, state["onto"]["upstream"]
-    print("base %s: upstream %s (%s) -> base %s: %s (%s)" % (
-        manifest.name, old_up["tag"], old_up["commit"][:12], target.name,
-        new_up["tag"], new_up["commit"][:12]), flush=True)
-    names = sorted(n for n in os.listdir(target.patch_dir)
-                   if n.endswith(".patch"))
-    applied = [p for p in state["patches"] if p["status"] == "applied"]
-    new_of = dict(zip([p["file"] for p in applied], names))
-    for item in state["patches"]:
-        old = item["file"]
-        if item["status"] == "dropped":
-            print("%s: dropped: empty on the new base (already upstream)"
-                  % old, flush=True)
-            continue
-        if item["status"] == "upstream":
-            print("%s: dropped: already upstream (%s is in %s)"
-                  % (old, item["commit"][:12], new_up["tag"]), flush=True)
-            continue
-        new = new_of[old]
-        text = _read(os.path.join(target.patch_dir, new))
-        if text == before[old]:
-            how = "unchanged"
-        elif _essence(text) == _essence(before[old]):
-            how = "same change, moved (line numbers or blob ids)"
-        else:
-            how = "changed by the merge: review it"
-        print("%s%s: %s" % (old, " -> " + new if new != old else "", how),
-              flush=True)
-    for note in state["notes"]:
-        print("deps.json: " + note, flush=True)
+    console.note("rebase aborted: %s removed; patches/ and deps.json are as "
+                 "they were" % work)

@@ -5,7 +5,7 @@ request, with SVG plots of the raw samples.
 import json
 import os
 
-from .. import proc
+from .. import console
 from ..fsutil import write_atomic
 from . import svg
 from .analyse import ratio, summary
@@ -27,8 +27,8 @@ def write_report(report, report_path):
     write_atomic(json_path, json.dumps(report, indent=1, sort_keys=True)
                  + "\n")
     write_atomic(report_path, render(report))
-    proc.note("wrote %s, %s and %d plots" % (report_path, json_path,
-                                              len(report["plots"])))
+    console.note("wrote %s, %s and %d plots" % (report_path, json_path,
+                                                 len(report["plots"])))
     return json_path
 
 

@@ -17,7 +17,7 @@ try:
 except ImportError:
     resource = None
 
-from .. import proc
+from .. import console
 from ..errors import UvPatchError, EXIT_USAGE
 from ..fsutil import remove_tree
 from ..build.cmake import build_variant, host_target
@@ -82,7 +82,7 @@ def measure_tool(sec, manifest, out, cfg, source):
     reps = cfg["tool_reps"]
     try:
         for r in range(reps):
-            proc.note("tool: apply, round %d of %d" % (r + 1, reps))
+            console.note("tool: apply, round %d of %d" % (r + 1, reps))
             remove_tree(work)
             _sample(sec, "apply", tool + ["--out", work, "apply"] + extra)
         remove_tree(work)
@@ -95,14 +95,14 @@ def measure_tool(sec, manifest, out, cfg, source):
                      "process, on the work folder of the run (no start-up "
                      "of the tool counted).")
             for r in range(reps):
-                proc.note("tool: no-op build, round %d of %d" % (r + 1,
-                                                                 reps))
+                console.note("tool: no-op build, round %d of %d" % (r + 1,
+                                                                    reps))
                 _noop_in_process(sec, manifest, out, source)
             return
-        proc.note("tool: cold build (minutes)")
+        console.note("tool: cold build (minutes)")
         _sample(sec, "cold", tool + ["--out", work, "build"] + extra)
         for r in range(reps):
-            proc.note("tool: no-op build, round %d of %d" % (r + 1, reps))
+            console.note("tool: no-op build, round %d of %d" % (r + 1, reps))
             _sample(sec, "noop", tool + ["--out", work, "build"] + extra)
     finally:
         remove_tree(work)
@@ -247,7 +247,7 @@ def measure(manifest, out, quick=False, only=None, source=None):
                 % ",".join(only)
     if "timers" in only:
         for target in (host, "windows") if host != "windows" else (host,):
-            proc.step("bench: timers (%s)" % target)
+            console.step("bench: timers (%s)" % target)
             if target not in built:
                 timer_rows(sections["timers"], target)
                 sections["timers"].unmeasured(
@@ -267,16 +267,16 @@ def measure(manifest, out, quick=False, only=None, source=None):
                 runner.stop()
     runner = Runner(host)
     if not runner.isolated:
-        proc.note("no private network namespace here: the floods run on "
-                  "this machine's loopback")
+        console.note("no private network namespace here: the floods run on "
+                     "this machine's loopback")
     if "udp" in only:
-        proc.step("bench: UDP receive budget")
+        console.step("bench: UDP receive budget")
         measure_udp(sections["udp"], built[host], runner, cfg, raw)
     if "errqueue" in only:
-        proc.step("bench: EPOLLERR guard")
+        console.step("bench: EPOLLERR guard")
         measure_errqueue(sections["errqueue"], built[host], runner, cfg)
     if "tool" in only:
-        proc.step("bench: the tool")
+        console.step("bench: the tool")
         measure_tool(sections["tool"], manifest, out, cfg, source)
     report["isolated"] = runner.isolated
     report["sections"] = [sections[sid].finish() for sid in SECTIONS]

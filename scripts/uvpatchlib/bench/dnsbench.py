@@ -29,7 +29,7 @@ import tempfile
 import threading
 import time
 
-from .. import proc
+from .. import console
 from .figures import rounds
 from .measure import machine, source_info
 from .dnsparse import (FLOOD_ADDR, SCHEMA, VARIANTS, VICTIM_ADDR,
@@ -219,7 +219,7 @@ class Server:
     def start(self):
         env = dict(os.environ, LD_LIBRARY_PATH=self.libdir)
         cmd = ["unshare", "--net", "--", "sh", "-c", NS_SETUP] + self.cmd
-        proc.show_command(cmd)
+        console.show_command(cmd)
         with open(self.log, "wb") as log:
             self.child = subprocess.Popen(
                 cmd, env=env, cwd=self.work, stdin=subprocess.DEVNULL,
@@ -279,7 +279,7 @@ class Server:
     def dnsperf(self, args, timeout, verbose_file=None):
         """Runs dnsperf in the server's namespace; its parsed figures."""
         cmd = self.netns(["dnsperf"] + args)
-        proc.show_command(cmd)
+        console.show_command(cmd)
         with tempfile.TemporaryFile(dir=self.work) as out:
             try:
                 code = subprocess.run(cmd, stdout=out,
@@ -326,7 +326,7 @@ class Server:
 
 def _start_perf(pid):
     cmd = ["perf", "stat", "-x,", "-e", "instructions", "-p", str(pid)]
-    proc.show_command(cmd)
+    console.show_command(cmd)
     child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
                              stderr=subprocess.PIPE, text=True,
                              stdin=subprocess.DEVNULL)
@@ -463,10 +463,10 @@ def measure(manifest, out, folder, quick=False, pairs=None, source=None):
                   "tools": versions(), "libraries": {}, "runs": [],
                   "notes": [], "instructions": perf_why or "counted"}
         for sid, kind, threads, what in SCENARIOS:
-            proc.step("bench dns: %s" % sid)
+            console.step("bench dns: %s" % sid)
             for r, name, libdir in rounds(cfg["pairs"], libs):
-                proc.note("dns %s: %s, pair %d of %d" % (
-                    sid, name, r + 1, cfg["pairs"]))
+                console.note("dns %s: %s, pair %d of %d" % (
+                       sid, name, r + 1, cfg["pairs"]))
                 run = one_run(sid, kind, threads, what, name, libdir, cfg,
                               perf_ok, work)
                 run["pair"] = r
@@ -487,7 +487,7 @@ def measure(manifest, out, folder, quick=False, pairs=None, source=None):
 
 
 def report_folder(out, report_path):
-    """Where dns-report.json goes: beside --report, else out/bench."""
+    """Where dns-report.json goes: beside --report, else out/<base>/bench."""
     return os.path.dirname(os.path.abspath(report_path)) if report_path \
         else os.path.join(out, "bench")
 
@@ -513,7 +513,7 @@ def write_report(folder, stem, report, text, suffix):
     write_atomic(json_path, json.dumps(report, indent=1, sort_keys=True)
                  + "\n")
     write_atomic(os.path.join(folder, stem + suffix), text)
-    proc.note("wrote %s and %s%s" % (json_path, stem, suffix))
+    console.note("wrote %s and %s%s" % (json_path, stem, suffix))
     return text
 
 
@@ -528,7 +528,7 @@ def smoke(manifest, out, tally, source=None):
     if why:
         tally.result("SKIP", name, why)
         return
-    proc.step(name)
+    console.step(name)
     folder = os.path.join(out, "bench")
     os.makedirs(folder, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix="dns-smoke-", dir=folder)

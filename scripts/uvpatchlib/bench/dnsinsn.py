@@ -32,7 +32,7 @@ import subprocess
 import tempfile
 import time
 
-from .. import proc
+from .. import console
 from ..errors import UvPatchError, EXIT_FAILURE, EXIT_USAGE
 from ..fsutil import remove_tree, write_atomic
 from .dnsbench import (HOSTS, Server, Unmeasured, missing, report_folder,
@@ -72,9 +72,9 @@ def install_steps(manifest, out, todo, source=None):
     for st in todo:
         k = st["step"]
         commit = applied[k - 1]["commit"] if k else BASE_TAG
-        proc.note("dns-insn: prefix %d of %d%s" % (
-            k, len(manifest.series), ", " + st["patch"] if k else
-            " (the base)"))
+        console.note("dns-insn: prefix %d of %d%s" % (
+               k, len(manifest.series), ", " + st["patch"] if k else
+               " (the base)"))
         checkout_prefix(src, commit, tree)
         variant = Variant(manifest.root, out, "linux", True, "Release",
                           source=tree, label="insn")
@@ -128,7 +128,7 @@ class CallgrindServer(Server):
 
     def control(self, *args):
         cmd = ["callgrind_control"] + list(args) + [str(self.pid)]
-        proc.show_command(cmd)
+        console.show_command(cmd)
         try:
             res = subprocess.run(cmd, stdout=subprocess.PIPE,
                                  stderr=subprocess.STDOUT, text=True,
@@ -221,8 +221,8 @@ def measure(manifest, out, folder, quick=False, reps=None, source=None):
                     kind, threads = ("named", 1) if sid == "named1" \
                         else ("kresd", None)
                     tag = st["patch"][:4] if st["patch"] else "base"
-                    proc.note("dns-insn: %s on %s, run %d of %d" % (
-                        name, tag, rep + 1, cfg["reps"]))
+                    console.note("dns-insn: %s on %s, run %d of %d" % (
+                           name, tag, rep + 1, cfg["reps"]))
                     fig = one_run(kind, threads, libs[st["step"]], cfg,
                                   work, "%s (%s)" % (name, tag))
                     fig.update(step=st["step"], server=sid, rep=rep)

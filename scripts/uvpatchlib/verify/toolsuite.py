@@ -1,9 +1,11 @@
-"""Runs the tool's own unittest suite, one result line per test.
+"""The tool's own suite: runs its unittest tests (tests/tool), one
+result line per test, as the harness of the C programs prints them.
 
-Used as ``python3 -m uvpatchlib.pyunit TESTS_DIR [K/N]`` by ``uvpatch
-test``, in a process of its own so a test that changes directory or
-environment cannot disturb the run. With K/N it runs every Nth test class
-from the Kth, so N processes share the suite.
+Used as ``python3 -m uvpatchlib.verify.toolsuite TESTS_DIR [K/N]`` by
+``uvpatch test``, in a process of its own so a test that changes
+directory or environment cannot disturb the run. With K/N it runs every
+Nth test class from the Kth, so N processes share the suite. It imports
+nothing of the tool: the tests do.
 """
 
 import sys

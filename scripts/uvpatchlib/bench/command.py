@@ -8,14 +8,15 @@ in the machine's load falls on both). No figure is asserted anywhere:
 the report says what was seen, and why when something could not be
 measured.
 
-The command's run and the test command's check live here; measure.py
-measures, render.py writes the report and analyse.py reads it back.
+The command's run and the test command's quick check of it live here
+(dnsbench.py and dnsinsn.py run the DNS parts); measure.py measures,
+render.py writes the report and analyse.py reads it back.
 """
 
 import os
 import tempfile
 
-from .. import proc
+from .. import console
 from ..errors import UvPatchError, EXIT_USAGE
 from ..fsutil import remove_tree
 from .analyse import check_report, load_report
@@ -44,7 +45,7 @@ def smoke(manifest, out, tally, source=None):
     """Runs `bench --quick` into a temporary folder (in the caller's
     work folder and lock) and checks the report: one result line per
     part. Asserts no figure, only that each was measured or says why."""
-    proc.step("bench --quick")
+    console.step("bench --quick")
     tmp = tempfile.mkdtemp(prefix="uvpatch-bench-")
     try:
         md = os.path.join(tmp, "report.md")

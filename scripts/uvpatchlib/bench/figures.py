@@ -8,7 +8,7 @@ import json
 import os
 import subprocess
 
-from .. import proc
+from .. import console
 from ..build.cmake import cross_windows
 
 SCHEMA = "uvpatch-bench/1"
@@ -120,7 +120,7 @@ def run_json(runner, exe, args, timeout=RUN_TIMEOUT, prefix=(),
         raise Unmeasured("%s was not built" % os.path.basename(exe))
     if prefix:
         cmd = runner.prefix + list(prefix) + [exe] + list(args)
-        proc.show_command(cmd)
+        console.show_command(cmd)
         try:
             res = subprocess.run(cmd, env=runner.env, timeout=timeout,
                                  stdout=subprocess.PIPE,

@@ -3,7 +3,7 @@ Windows the timer_model program's counts of the poll timer's calls and
 wake-ups.
 """
 
-from .. import proc
+from .. import console
 from .analyse import median, percentile
 from .figures import (VARIANTS, Unmeasured, _pick, rounds, run_json,
                       target_label)
@@ -148,8 +148,8 @@ def measure_timers(sec, target, variants, runner, cfg, raw):
             "--period", "16", "--ticks", cfg["timer_ticks"],
             "--ms", cfg["timer_ms"], "--raw"]
     for r, name, v in rounds(reps, variants):
-        proc.note("timers %s: %s, round %d of %d" % (target, name, r + 1,
-                                                     reps))
+        console.note("timers %s: %s, round %d of %d" % (target, name, r + 1,
+                                                        reps))
         try:
             lines = run_json(runner, v.bench_program("timer_lateness"),
                              [str(a) for a in args] + ["--label", name])

@@ -12,7 +12,7 @@ in a scratch index: the work tree is not touched.
 import itertools
 import os
 
-from .. import proc
+from .. import subproc
 
 # Beyond this many candidates the search takes them all at once rather
 # than trying every subset (2^12 index builds would take minutes).
@@ -34,13 +34,13 @@ class Item:
 def applies(repo, base, mails):
     """True when the diffs of ``mails`` apply one after the other on the
     commit ``base`` of ``repo``, exactly."""
-    index = os.path.join(repo, ".git", "prstack.index")
+    index = os.path.join(repo, ".git", "prdeps.index")
     env = {"GIT_INDEX_FILE": index}
     try:
-        proc.git(["read-tree", base], cwd=repo, env=env)
+        subproc.git(["read-tree", base], cwd=repo, env=env)
         for mail in mails:
-            if proc.git(["apply", "--cached", mail], cwd=repo, env=env,
-                        check=False).returncode != 0:
+            if subproc.git(["apply", "--cached", mail], cwd=repo, env=env,
+                           check=False).returncode != 0:
                 return False
         return True
     finally:
