@@ -379,47 +379,15 @@ static mctx mc;
 static int in_netns;
 static const char* ratelimit = "unknown";
 
-static long read_long(const char* path) {
-  char buf[64];
-  FILE* f;
-  long v;
-
-  f = fopen(path, "r");
-  if (f == NULL)
-    return -1;
-  v = -1;
-  if (fgets(buf, sizeof(buf), f) != NULL)
-    v = atol(buf);
-  fclose(f);
-  return v;
-}
-
-/* Names the ICMP rate limits in force, from /proc/sys/net/ipv4. */
-static const char* read_ratelimit(void) {
-  long burst;
-  long rate;
-
-  burst = read_long("/proc/sys/net/ipv4/icmp_msgs_burst");
-  rate = read_long("/proc/sys/net/ipv4/icmp_msgs_per_sec");
-  if (burst == 50 && rate == 1000)
-    return "default";
-  if (burst >= 1000000 && rate >= 1000000)
-    return "lifted";
-  return "other";
-}
-
 /* Moves into a private network namespace (netns.h, which lifts the ICMP
  * rate limits), and puts the kernel's default limits back unless lift.
  * Outside one (no privilege), the case runs with the machine's limits.
  */
 static void enter_netns(int lift) {
   in_netns = private_netns() == 0;
-  if (in_netns && !lift) {
-    write_sysctl("/proc/sys/net/ipv4/icmp_msgs_burst", "50");
-    write_sysctl("/proc/sys/net/ipv4/icmp_msgs_per_sec", "1000");
-    write_sysctl("/proc/sys/net/ipv4/icmp_ratelimit", "1000");
-  }
-  ratelimit = read_ratelimit();
+  if (in_netns && !lift)
+    default_icmp_limits();
+  ratelimit = icmp_ratelimit();
 }
 
 /* The namespace's count of ICMP destination unreachables received, from
@@ -443,14 +411,6 @@ static long icmp_received(int family) {
   return r;
 }
 
-static int udp_fd(void) {
-  uv_os_fd_t fd;
-
-  if (uv_fileno((uv_handle_t*) &mc.udp, &fd) != 0)
-    return -1;
-  return fd;
-}
-
 /* The peer: sends n numbered datagrams from port P to the handle, closes
  * P, and has the handle send `errors` datagrams to P. Returns 0 or -1.
  */
@@ -469,7 +429,7 @@ static int peer_act(int n, int errors) {
   }
   close(mc.peer);
   mc.peer = -1;
-  fd = udp_fd();
+  fd = udp_fd(&mc.udp);
   mc.icmp_before = icmp_received(mc.family);
   for (i = 0; i < errors; i++)
     if (send_for_report(fd, &mc.peer_addr) != 0)
@@ -527,10 +487,7 @@ static void on_alloc(uv_handle_t* handle, size_t suggested, uv_buf_t* buf) {
 static void close_all(void) {
   if (!uv_is_closing((uv_handle_t*) &mc.udp))
     close_watched((uv_handle_t*) &mc.udp, &mc.watch);
-  close_once(&mc.end, NULL);
-  close_once(&mc.go, NULL);
-  close_once(&mc.resume, NULL);
-  close_once(&mc.check, NULL);
+  close_handles(&mc.loop);
 }
 
 /* Takes off and counts what is still queued on the socket: reports on the
@@ -541,7 +498,7 @@ static void count_left(void) {
   int fd;
   int n;
 
-  if (mc.watch.closed || (fd = udp_fd()) < 0)
+  if (mc.watch.closed || (fd = udp_fd(&mc.udp)) < 0)
     return;
   mc.left_reports += take_errqueue(fd, 1000000);
   /* A pending socket error fails one read without taking a datagram. */
@@ -1190,7 +1147,7 @@ static int flood_case(const cell_t* c) {
   int fd;
   int r;
 
-  fd = udp_fd();
+  fd = udp_fd(&mc.udp);
   CHECK_GE(fd, 0);
   rcvbuf = FLOOD_RCVBUF;
   if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf,
