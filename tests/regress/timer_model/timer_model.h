@@ -26,11 +26,12 @@
  *   completion is queued at once; a cancel answers STATUS_SUCCESS while
  *   the association waits and STATUS_CANCELLED after expiry, and with
  *   RemoveSignaledPacket withdraws a completion that is queued and not
- *   yet dequeued (the hook drops it, so it never ends a wait). Harsher answers can be forced:
- *   STATUS_PENDING (the completion is being queued: the association stays
- *   and its completion arrives later), a cancel that fails (the
- *   association stays as it is), and, for the worst case, a queued
- *   completion that cannot be withdrawn (STATUS_CANCELLED, left queued).
+ *   yet dequeued (the hook drops it, so it never ends a wait). Harsher
+ *   answers can be forced: STATUS_PENDING (the completion is being
+ *   queued: the association stays and its completion arrives later), a
+ *   cancel that fails (the association stays as it is), and, for the
+ *   worst case, a queued completion that cannot be withdrawn
+ *   (STATUS_CANCELLED, left queued).
  * - Hooks of CreateWaitableTimerExW(), SetWaitableTimer() and CloseHandle()
  *   that count what libuv creates, arms and closes. Two things Windows
  *   does and Wine 8 does not are put back too: SetWaitableTimer() resets

@@ -80,7 +80,7 @@ void finish(test_ctx* c) {
 }
 
 
-void on_alloc(uv_handle_t* handle, size_t suggested, uv_buf_t* buf) {
+static void on_alloc(uv_handle_t* handle, size_t suggested, uv_buf_t* buf) {
   receiver* r;
 
   (void) suggested;
@@ -170,11 +170,11 @@ static void on_datagram(receiver* r, ssize_t nread, const uv_buf_t* buf) {
 }
 
 
-void on_recv(uv_udp_t* handle,
-             ssize_t nread,
-             const uv_buf_t* buf,
-             const struct sockaddr* addr,
-             unsigned flags) {
+static void on_recv(uv_udp_t* handle,
+                    ssize_t nread,
+                    const uv_buf_t* buf,
+                    const struct sockaddr* addr,
+                    unsigned flags) {
   receiver* r;
 
   r = handle->data;
@@ -219,6 +219,12 @@ void on_recv(uv_udp_t* handle,
     return;
   }
   on_datagram(r, nread, buf);
+}
+
+
+/* Starts receiving on r, with the callbacks above. */
+int receiver_start(receiver* r) {
+  return uv_udp_recv_start(&r->handle, on_alloc, on_recv);
 }
 
 
@@ -271,7 +277,7 @@ void on_check(uv_check_t* handle) {
     r->next_seq = r->resume_seq;
     r->slab_out = 0;
     r->batch_chunks = 0;
-    n = uv_udp_recv_start(&r->handle, on_alloc, on_recv);
+    n = receiver_start(r);
     if (n != 0)
       ctx_error(c, "uv_udp_recv_start: %s", uv_strerror(n));
   }

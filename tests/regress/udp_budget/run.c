@@ -189,7 +189,7 @@ int start_backlog(test_ctx* c,
   }
   CHECK_UV(sender_init(c, sender, r));
   CHECK_UV(send_backlog(sender, r, 0, n));
-  CHECK_UV(uv_udp_recv_start(&r->handle, on_alloc, on_recv));
+  CHECK_UV(receiver_start(r));
   return CASE_OK;
 }
 

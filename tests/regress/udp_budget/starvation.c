@@ -66,7 +66,7 @@ static int starvation_case(int chunks, const char* name) {
   CHECK_UV(uv_timer_init(&c.loop, &c.tick));
   c.tick.data = &c;
   CHECK_UV(uv_timer_start(&c.tick, on_tick, TICK_MS, TICK_MS));
-  CHECK_UV(uv_udp_recv_start(&r.handle, on_alloc, on_recv));
+  CHECK_UV(receiver_start(&r));
 
   memset(&f, 0, sizeof(f));
   memcpy(&f.to, &r.addr, sizeof(f.to));

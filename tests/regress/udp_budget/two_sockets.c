@@ -27,7 +27,7 @@ static int two_sockets_case(int chunks) {
   for (i = 0; i < 2; i++)
     CHECK_UV(send_backlog(&sender, &r[i], 0, 100));
   for (i = 0; i < 2; i++)
-    CHECK_UV(uv_udp_recv_start(&r[i].handle, on_alloc, on_recv));
+    CHECK_UV(receiver_start(&r[i]));
 
   if (run_and_close(&c, &sender) != CASE_OK)
     return CASE_FAIL;

@@ -125,12 +125,7 @@ int compare_log(const int* log,
                 char* reason,
                 size_t size);
 void finish(test_ctx* c);
-void on_alloc(uv_handle_t* handle, size_t suggested, uv_buf_t* buf);
-void on_recv(uv_udp_t* handle,
-             ssize_t nread,
-             const uv_buf_t* buf,
-             const struct sockaddr* addr,
-             unsigned flags);
+int receiver_start(receiver* r);
 void on_check(uv_check_t* handle);
 void on_safety(uv_timer_t* handle);
 #ifndef _WIN32

@@ -13,7 +13,7 @@ int case_three_reports_once(void) {
   int r;
 
   CHECK_UV(setup(AF_INET, UV_UDP_LINUX_RECVERR));
-  CHECK_UV(uv_udp_recv_start(&ctx.udp, on_alloc, on_recv));
+  CHECK_UV(recv_start());
   CHECK_UV(start_paced_sends(0));
   r = run_and_close();
   note("three_reports_once");
@@ -63,7 +63,7 @@ int case_report_burst(void) {
   /* Room for all reports: each is charged to the receive buffer. */
   rcvbuf = 1 << 20;
   CHECK_UV(uv_recv_buffer_size((uv_handle_t*) &ctx.udp, &rcvbuf));
-  CHECK_UV(uv_udp_recv_start(&ctx.udp, on_alloc, on_recv));
+  CHECK_UV(recv_start());
   ctx.report_expected = n;
   ctx.report_seen = calloc((size_t) n, 1);
   CHECK(ctx.report_seen != NULL);

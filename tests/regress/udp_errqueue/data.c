@@ -56,7 +56,7 @@ static int data_and_reports(int mmsg) {
                     mmsg ? UV_UDP_RECVMMSG : 0));
   if (mmsg && !uv_udp_using_recvmmsg(&ctx.udp))
     SKIP("recvmmsg is not supported here (uv_udp_using_recvmmsg)");
-  CHECK_UV(uv_udp_recv_start(&ctx.udp, on_alloc, on_recv));
+  CHECK_UV(recv_start());
   ctx.data_expected = ndata;
   ctx.data_seen = calloc((size_t) ndata, 1);
   CHECK(ctx.data_seen != NULL);
@@ -130,7 +130,7 @@ int case_close_on_first_report(void) {
   int r;
 
   CHECK_UV(setup(AF_INET, UV_UDP_LINUX_RECVERR));
-  CHECK_UV(uv_udp_recv_start(&ctx.udp, on_alloc, on_recv));
+  CHECK_UV(recv_start());
   ctx.close_on_first_error = 1;
   CHECK_EQ(closed_port(AF_INET, &dst), 0);
   fd = udp_fd(&ctx.udp);

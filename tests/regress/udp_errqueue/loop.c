@@ -32,7 +32,7 @@ int recvmmsg(int fd,
 
 ctx_t ctx;
 
-void on_alloc(uv_handle_t* handle, size_t size, uv_buf_t* buf) {
+static void on_alloc(uv_handle_t* handle, size_t size, uv_buf_t* buf) {
   ctx.alloc_calls++;
   if (ctx.stopped)
     ctx.calls_after_stop++;
@@ -160,11 +160,11 @@ static void on_report(ssize_t nread,
   }
 }
 
-void on_recv(uv_udp_t* handle,
-             ssize_t nread,
-             const uv_buf_t* buf,
-             const struct sockaddr* addr,
-             unsigned flags) {
+static void on_recv(uv_udp_t* handle,
+                    ssize_t nread,
+                    const uv_buf_t* buf,
+                    const struct sockaddr* addr,
+                    unsigned flags) {
   unsigned seq;
 
   ctx.recv_calls++;
@@ -208,6 +208,11 @@ void on_recv(uv_udp_t* handle,
   if ((nread < 0 || (flags & UV_UDP_LINUX_RECVERR)) &&
       ctx.close_on_first_error && !uv_is_closing((uv_handle_t*) handle))
     close_all();
+}
+
+/* Starts receiving on the case's handle, with the callbacks above. */
+int recv_start(void) {
+  return uv_udp_recv_start(&ctx.udp, on_alloc, on_recv);
 }
 
 /* The run's timers and the check handle that counts iterations. */
@@ -318,7 +323,7 @@ int run_one_report(int family, const char* name) {
   int r;
 
   CHECK_UV(setup(family, UV_UDP_LINUX_RECVERR));
-  CHECK_UV(uv_udp_recv_start(&ctx.udp, on_alloc, on_recv));
+  CHECK_UV(recv_start());
   CHECK_EQ(closed_port(family, &dst), 0);
   CHECK_EQ(send_for_report(udp_fd(&ctx.udp), &dst), 0);
   r = run_and_close();

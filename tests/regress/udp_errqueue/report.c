@@ -112,7 +112,7 @@ int case_open_ex_recverr(void) {
   CHECK_EQ(getsockopt(fd, IPPROTO_IP, IP_RECVERR, &value, &len), 0);
   CHECK_EQ(value, 1);
   CHECK_UV(setup_timers());
-  CHECK_UV(uv_udp_recv_start(&ctx.udp, on_alloc, on_recv));
+  CHECK_UV(recv_start());
   CHECK_EQ(closed_port(AF_INET, &dst), 0);
   CHECK_EQ(send_for_report(fd, &dst), 0);
   r = run_and_close();

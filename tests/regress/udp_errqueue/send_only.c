@@ -25,7 +25,7 @@ static int send_only(int connected, int stop_first, const char* name) {
   n = 2000;
   CHECK_UV(setup(AF_INET, UV_UDP_LINUX_RECVERR));
   if (stop_first) {
-    CHECK_UV(uv_udp_recv_start(&ctx.udp, on_alloc, on_recv));
+    CHECK_UV(recv_start());
     uv_run(&ctx.loop, UV_RUN_NOWAIT);
     CHECK_UV(uv_udp_recv_stop(&ctx.udp));
     ctx.stopped = 1;

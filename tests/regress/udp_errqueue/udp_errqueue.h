@@ -141,12 +141,7 @@ typedef struct {
 /* loop.c: the case's state, its callbacks, and the run. */
 extern ctx_t ctx;
 
-void on_alloc(uv_handle_t* handle, size_t size, uv_buf_t* buf);
-void on_recv(uv_udp_t* handle,
-             ssize_t nread,
-             const uv_buf_t* buf,
-             const struct sockaddr* addr,
-             unsigned flags);
+int recv_start(void);
 void format_list(char* out, size_t size, const long* v, int n);
 void note(const char* name);
 int setup_timers(void);

@@ -19,7 +19,7 @@ static int errqueue_reads_case(int mmsg, const char* name) {
   CHECK_UV(setup_ex(AF_INET, 0, mmsg ? UV_UDP_RECVMMSG : 0));
   if (mmsg && !uv_udp_using_recvmmsg(&ctx.udp))
     SKIP("recvmmsg is not supported here (uv_udp_using_recvmmsg)");
-  CHECK_UV(uv_udp_recv_start(&ctx.udp, on_alloc, on_recv));
+  CHECK_UV(recv_start());
   CHECK_UV(start_paced_sends(1));
   r = run_and_close();
   note(name);

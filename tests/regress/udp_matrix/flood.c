@@ -98,7 +98,7 @@ int flood_case(const cell_t* c) {
   CHECK_EQ(make_seen(f->max / FLOOD_DATA_EVERY + 1), 0);
   close(mc.peer);
   mc.peer = -1;
-  CHECK_UV(uv_udp_recv_start(&mc.udp, on_alloc, on_recv));
+  CHECK_UV(recv_start());
 
   mc.icmp_before = icmp_received(mc.family);
   mc.flood_pid = spawn(flood_child, f, FLOOD_MS / 1000 + 10);

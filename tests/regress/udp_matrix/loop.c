@@ -92,7 +92,7 @@ static void give_back(char* p) {
     free(p);
 }
 
-void on_alloc(uv_handle_t* handle, size_t suggested, uv_buf_t* buf) {
+static void on_alloc(uv_handle_t* handle, size_t suggested, uv_buf_t* buf) {
   size_t len;
 
   (void) suggested;
@@ -178,6 +178,12 @@ static void on_check(uv_check_t* check) {
     give_back(mc.slab);
 }
 
+static void on_recv(uv_udp_t* handle,
+                    ssize_t nread,
+                    const uv_buf_t* buf,
+                    const struct sockaddr* addr,
+                    unsigned flags);
+
 static void on_resume(uv_timer_t* timer) {
   int r;
 
@@ -211,11 +217,11 @@ static void act(uv_udp_t* handle, int report) {
   }
 }
 
-void on_recv(uv_udp_t* handle,
-             ssize_t nread,
-             const uv_buf_t* buf,
-             const struct sockaddr* addr,
-             unsigned flags) {
+static void on_recv(uv_udp_t* handle,
+                    ssize_t nread,
+                    const uv_buf_t* buf,
+                    const struct sockaddr* addr,
+                    unsigned flags) {
   unsigned long seq;
   int was_closed;
   int report;
@@ -289,6 +295,11 @@ void on_recv(uv_udp_t* handle,
       ((mc.cell->kind == KIND_STOP && report) ||
        (mc.cell->kind == KIND_CLOSE && (report || nread != 0))))
     act(handle, report);
+}
+
+/* Starts receiving on the case's handle, with the callbacks above. */
+int recv_start(void) {
+  return uv_udp_recv_start(&mc.udp, on_alloc, on_recv);
 }
 
 /* 50 ms into the run: the peer sends and closes, the errors come back. */

@@ -29,9 +29,9 @@ int receive_case(const cell_t* c) {
     /* Queued while the handle runs in the loop without receiving. */
     CHECK_EQ(peer_act(mc.datagrams_to_send, mc.errors_to_send), 0);
     uv_run(&mc.loop, UV_RUN_NOWAIT);
-    CHECK_UV(uv_udp_recv_start(&mc.udp, on_alloc, on_recv));
+    CHECK_UV(recv_start());
   } else {
-    CHECK_UV(uv_udp_recv_start(&mc.udp, on_alloc, on_recv));
+    CHECK_UV(recv_start());
     CHECK_UV(uv_timer_start(&mc.go, on_go, GO_MS, 0));
   }
   r = run_for(RUN_MS);

@@ -326,12 +326,7 @@ extern const char* ratelimit;
 void enter_netns(int lift);
 long icmp_received(int family);
 int peer_act(int n, int errors);
-void on_alloc(uv_handle_t* handle, size_t suggested, uv_buf_t* buf);
-void on_recv(uv_udp_t* handle,
-             ssize_t nread,
-             const uv_buf_t* buf,
-             const struct sockaddr* addr,
-             unsigned flags);
+int recv_start(void);
 void on_go(uv_timer_t* timer);
 int setup(const cell_t* c);
 int make_seen(long n);
