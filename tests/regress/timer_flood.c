@@ -17,6 +17,7 @@
 #include "uv.h"
 #include "harness.h"
 #include "dgram.h"
+#include "handles.h"
 
 #define TICK_MS 20
 #define FLOOD_MS 5000
@@ -146,12 +147,6 @@ static void on_tick(uv_timer_t* handle) {
 }
 
 
-static void close_if_open(uv_handle_t* handle) {
-  if (!uv_is_closing(handle))
-    uv_close(handle, NULL);
-}
-
-
 static void on_sender_exit(uv_process_t* process,
                            int64_t status,
                            int term_signal) {
@@ -167,8 +162,8 @@ static void on_end(uv_timer_t* handle) {
   if (fc.run_ms == 0) {
     fc.run_ms = now_ms() - fc.start;
     fc.rss_err |= uv_resident_set_memory(&fc.rss_end);
-    close_if_open((uv_handle_t*) &fc.udp);
-    close_if_open((uv_handle_t*) &fc.tick);
+    close_once(&fc.udp, NULL);
+    close_once(&fc.tick, NULL);
   }
   if (fc.sender_running && now_ms() - fc.start < FLOOD_MS + GRACE_MS) {
     uv_timer_start(handle, on_end, 50, 0);
@@ -176,7 +171,7 @@ static void on_end(uv_timer_t* handle) {
   }
   if (fc.sender_running)
     uv_process_kill(&fc.sender, SIGKILL);
-  close_if_open((uv_handle_t*) handle);
+  close_once(handle, NULL);
 }
 
 
