@@ -113,7 +113,7 @@ static void on_recv(uv_udp_t* handle,
                     const uv_buf_t* buf,
                     const struct sockaddr* addr,
                     unsigned flags) {
-  unsigned long seq;
+  long seq;
 
   (void) handle;
   (void) flags;
@@ -123,18 +123,12 @@ static void on_recv(uv_udp_t* handle,
   }
   if (addr == NULL)
     return;  /* Nothing (more) to read. */
-  if (nread != PAYLOAD) {
+  seq = flood_seq(buf, nread, PAYLOAD, FLOOD_MAX_SEQ);
+  if (seq < 0) {
     fc.bad++;
     return;
   }
-  seq = get_seq(buf->base);
-  if (seq >= FLOOD_MAX_SEQ) {
-    fc.bad++;
-    return;
-  }
-  if (fc.seen[seq >> 3] & (1 << (seq & 7)))
-    fc.dups++;
-  fc.seen[seq >> 3] |= (unsigned char) (1 << (seq & 7));
+  fc.dups += seen_twice(fc.seen, (unsigned long) seq);
   fc.datagrams++;
 }
 

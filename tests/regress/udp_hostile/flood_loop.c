@@ -134,8 +134,8 @@ static void hc_recv(uv_udp_t* handle,
                     const uv_buf_t* buf,
                     const struct sockaddr* addr,
                     unsigned flags) {
-  unsigned long seq;
   uint64_t t;
+  long seq;
   long w;
 
   (void) handle;
@@ -170,18 +170,12 @@ static void hc_recv(uv_udp_t* handle,
   }
   if (addr == NULL)
     return;  /* Nothing (more) to read. */
-  if (nread != FLOOD_PAYLOAD) {
+  seq = flood_seq(buf, nread, FLOOD_PAYLOAD, hc.max_seq);
+  if (seq < 0) {
     hc.bad++;
     return;
   }
-  seq = get_seq(buf->base);
-  if (seq >= hc.max_seq) {
-    hc.bad++;
-    return;
-  }
-  if (hc.seen[seq >> 3] & (1 << (seq & 7)))
-    hc.dups++;
-  hc.seen[seq >> 3] |= (unsigned char) (1 << (seq & 7));
+  hc.dups += seen_twice(hc.seen, (unsigned long) seq);
   hc.datagrams++;
   hc.this_iter++;
   t = now_ms() - hc.start;
