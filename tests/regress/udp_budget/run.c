@@ -211,8 +211,7 @@ int backlog_case(int chunks,
     return res;
   if (run_and_close(&c, &sender) != CASE_OK)
     return CASE_FAIL;
-  if (r.received != n)
-    FAIL("received %u datagrams, want %u", r.received, n);
+  CHECK_EQ(r.received, n);
   if (want != NULL &&
       compare_log(r.log, r.nlog, want, nwant, reason, sizeof(reason)))
     FAIL("%s", reason);

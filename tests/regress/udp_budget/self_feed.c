@@ -25,8 +25,7 @@ static int self_feed_case(int chunks) {
 
   if (run_and_close(&c, &sender) != CASE_OK)
     return CASE_FAIL;
-  if (r.received != 200)
-    FAIL("received %u datagrams, want 200", r.received);
+  CHECK_EQ(r.received, 200);
   if (compare_log(r.log, r.nlog, want, 7, reason, sizeof(reason)))
     FAIL("%s", reason);
   return CASE_OK;

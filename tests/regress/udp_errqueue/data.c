@@ -92,9 +92,7 @@ static int data_and_reports(int mmsg) {
     FAIL("expected %d reports and no plain error, got %ld and %ld (first "
          "plain error %s)", nrep, ctx.reports, ctx.plain_errors,
          ctx.plain_errors ? uv_err_name((int) ctx.plain_err) : "-");
-  if (ctx.report_nread != UV_ECONNREFUSED)
-    FAIL("report nread %ld, expected UV_ECONNREFUSED",
-         (long) ctx.report_nread);
+  CHECK_EQ(ctx.report_nread, UV_ECONNREFUSED);
   if (ctx.iterations > SPIN_BOUND + ctx.data_iters)
     FAIL("loop spun: %ld iterations in %d ms", ctx.iterations, RUN_MS);
   CHECK_EQ(r, 0);
@@ -141,17 +139,14 @@ int case_close_on_first_report(void) {
   note("close_on_first_report");
 
   CHECK(ctx.udp_closed);
-  if (ctx.calls_after_close != 0)
-    FAIL("%ld recv_cb calls after uv_close()", ctx.calls_after_close);
+  CHECK_EQ(ctx.calls_after_close, 0);
   if (ctx.reports + ctx.plain_errors != 1)
     FAIL("expected one error callback, got %ld reports and %ld plain "
          "errors", ctx.reports, ctx.plain_errors);
   if (ctx.reports != 1)
     FAIL("the first error was %s without UV_UDP_LINUX_RECVERR, not a report",
          uv_err_name((int) ctx.plain_err));
-  if (ctx.report_nread != UV_ECONNREFUSED)
-    FAIL("report nread %ld, expected UV_ECONNREFUSED",
-         (long) ctx.report_nread);
+  CHECK_EQ(ctx.report_nread, UV_ECONNREFUSED);
   if (r != 0)
     FAIL("uv_loop_close: %s", uv_strerror(r));
   return CASE_OK;
