@@ -32,7 +32,6 @@ static void close_handles(uv_loop_t* loop) {
 }
 
 
-
 /* The close of a UDP handle that a case judges: closed is set when
  * uv_close() is called (recv_cb must see nothing after it), close_cbs
  * counts the close callback (it must run once).

@@ -42,7 +42,6 @@ int drained;           /* The embedder drained the port. */
 int installed;
 
 
-
 uint64_t qpc_ns(void) {
   LARGE_INTEGER now;
   LARGE_INTEGER freq;
@@ -330,8 +329,6 @@ HANDLE WINAPI model_create_timer(LPSECURITY_ATTRIBUTES sa,
   }
   return h;
 }
-
-
 
 
 BOOL WINAPI model_close(HANDLE h) {

@@ -22,7 +22,6 @@ void end_association(struct packet* p) {
 }
 
 
-
 static VOID CALLBACK packet_fired(PVOID arg, BOOLEAN timed_out) {
   struct packet* p;
   uint64_t due;
