@@ -1,6 +1,7 @@
-# Shared by tests/regress and tests/bench: one executable per *.c file of
-# the including folder, linked against a libuv built elsewhere (patched or
-# the pristine base), so base and patched run the very same program.
+# Shared by tests/regress and tests/bench: one executable per program of
+# the including folder (below), linked against a libuv built elsewhere
+# (patched or the pristine base), so base and patched run the very same
+# program.
 cmake_minimum_required(VERSION 3.13)
 
 set(UV_SOURCE_DIR "" CACHE PATH "libuv source tree (for include/)")
@@ -19,12 +20,32 @@ else()
   endif()
 endif()
 
-file(GLOB uvpatch_programs CONFIGURE_DEPENDS
-     "${CMAKE_CURRENT_SOURCE_DIR}/*.c")
-foreach(source ${uvpatch_programs})
-  get_filename_component(name "${source}" NAME_WE)
-  add_executable(${name} "${source}")
+# A program is a *.c file, or a folder whose *.c files link into one
+# executable named after it (its cases in files of their own).
+file(GLOB uvpatch_sources CONFIGURE_DEPENDS
+     "${CMAKE_CURRENT_SOURCE_DIR}/*.c" "${CMAKE_CURRENT_SOURCE_DIR}/*/*.c")
+set(uvpatch_programs "")
+foreach(source ${uvpatch_sources})
+  get_filename_component(folder "${source}" DIRECTORY)
+  if(folder STREQUAL CMAKE_CURRENT_SOURCE_DIR)
+    get_filename_component(name "${source}" NAME_WE)
+    if(EXISTS "${folder}/${name}")
+      message(FATAL_ERROR "${name}: both a file and a folder of programs")
+    endif()
+  else()
+    get_filename_component(name "${folder}" NAME)
+  endif()
+  list(APPEND uvpatch_programs ${name})
+  list(APPEND uvpatch_sources_${name} "${source}")
+endforeach()
+if(uvpatch_programs)
+  list(REMOVE_DUPLICATES uvpatch_programs)
+endif()
+foreach(name ${uvpatch_programs})
+  add_executable(${name} ${uvpatch_sources_${name}})
+  # harness.h beside the programs, the shared helpers in common/.
   target_include_directories(${name} PRIVATE "${UV_SOURCE_DIR}/include"
+                             "${CMAKE_CURRENT_SOURCE_DIR}"
                              "${CMAKE_CURRENT_LIST_DIR}/common")
   target_link_libraries(${name} PRIVATE "${UV_LIBRARY}" ${uv_link_libraries})
   if(MINGW)

@@ -58,6 +58,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "handles.h"
 #include "loopback.h"
 #include "netns.h"
 #include "rx.h"
@@ -149,15 +150,8 @@ static void on_stop(uv_timer_t* t) {
 }
 
 
-static void close_walk(uv_handle_t* h, void* arg) {
-  (void) arg;
-  if (!uv_is_closing(h))
-    uv_close(h, NULL);
-}
-
-
 static void finish_loop(void) {
-  uv_walk(loop, close_walk, NULL);
+  close_handles(loop);
   uv_run(loop, UV_RUN_DEFAULT);
   uv_loop_close(loop);
 }

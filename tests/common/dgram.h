@@ -28,6 +28,34 @@ static unsigned long get_seq(const char* p) {
 }
 
 
+/* The number of a datagram of a flood of numbered ones, size bytes each
+ * and numbered below max; -1 if it is not one of them (malformed).
+ */
+static long flood_seq(const uv_buf_t* buf,
+                      ssize_t nread,
+                      ssize_t size,
+                      unsigned long max) {
+  unsigned long seq;
+
+  if (nread != size)
+    return -1;
+  seq = get_seq(buf->base);
+  return seq < max ? (long) seq : -1;
+}
+
+
+/* Marks seq in seen, a bitmap of the sequence numbers delivered; returns
+ * 1 if it was marked already (a datagram delivered twice), else 0.
+ */
+static int seen_twice(unsigned char* seen, unsigned long seq) {
+  int twice;
+
+  twice = (seen[seq >> 3] & (1 << (seq & 7))) != 0;
+  seen[seq >> 3] |= (unsigned char) (1 << (seq & 7));
+  return twice;
+}
+
+
 /* uv_hrtime() in milliseconds. */
 static uint64_t now_ms(void) {
   return uv_hrtime() / 1000000;

@@ -17,6 +17,20 @@ static void close_once(void* handle, uv_close_cb cb) {
 }
 
 
+static void close_walk_cb(uv_handle_t* handle, void* arg) {
+  (void) arg;
+  close_once(handle, NULL);
+}
+
+
+/* Closes every handle of loop that is not closing already, in the order
+ * they were made. A case that watches a handle's close closes that one
+ * first, with its callback.
+ */
+static void close_handles(uv_loop_t* loop) {
+  uv_walk(loop, close_walk_cb, NULL);
+}
+
 
 /* The close of a UDP handle that a case judges: closed is set when
  * uv_close() is called (recv_cb must see nothing after it), close_cbs

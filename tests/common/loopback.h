@@ -15,6 +15,18 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "uv.h"
+
+/* The socket of a UDP handle, or -1 (closing, or not open). */
+static int udp_fd(uv_udp_t* handle) {
+  uv_os_fd_t fd;
+
+  if (uv_fileno((uv_handle_t*) handle, &fd) != 0)
+    return -1;
+  return fd;
+}
+
+
 /* Fills out (a struct sockaddr_in or sockaddr_in6, as family says) with a
  * loopback port that nothing listens on: binds a socket, reads its port
  * and closes it. Returns 0 or -1.

@@ -72,6 +72,65 @@ static int private_netns(void) {
 }
 
 
+/* private_netns() once per process: returns 0 or the errno value that
+ * kept the process in the machine's namespace, the first time and after.
+ */
+static int private_netns_once(void) {
+  static int entered;
+  static int err;
+
+  if (!entered) {
+    err = private_netns();
+    entered = 1;
+  }
+  return err;
+}
+
+
+/* Puts back the kernel's default ICMP rate limits (a burst of 50, then
+ * 1000 a second), which private_netns() raised: for a case whose few
+ * errors stay within them, and that says which limits held.
+ */
+static void default_icmp_limits(void) {
+  write_sysctl("/proc/sys/net/ipv4/icmp_msgs_burst", "50");
+  write_sysctl("/proc/sys/net/ipv4/icmp_msgs_per_sec", "1000");
+  write_sysctl("/proc/sys/net/ipv4/icmp_ratelimit", "1000");
+}
+
+
+static long read_long(const char* path) {
+  char buf[64];
+  FILE* f;
+  long v;
+
+  f = fopen(path, "r");
+  if (f == NULL)
+    return -1;
+  v = -1;
+  if (fgets(buf, sizeof(buf), f) != NULL)
+    v = atol(buf);
+  fclose(f);
+  return v;
+}
+
+
+/* Names the ICMP rate limits in force: "default", "lifted" (as
+ * private_netns() sets them) or "other".
+ */
+static const char* icmp_ratelimit(void) {
+  long burst;
+  long rate;
+
+  burst = read_long("/proc/sys/net/ipv4/icmp_msgs_burst");
+  rate = read_long("/proc/sys/net/ipv4/icmp_msgs_per_sec");
+  if (burst == 50 && rate == 1000)
+    return "default";
+  if (burst >= 1000000 && rate >= 1000000)
+    return "lifted";
+  return "other";
+}
+
+
 /* A counter of /proc/net/snmp, the namespace's own: group with its colon
  * ("Udp:", "Icmp:"), name as the kernel spells it ("RcvbufErrors").
  * Each group is a line of names followed by a line of values, so the

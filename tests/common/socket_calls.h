@@ -2,8 +2,9 @@
  *
  * The poll() and getsockopt(SO_ERROR) calls that the static libuv makes on
  * the socket watch_fd, added to socket_calls; the including program adds
- * its reads there too. Linux only; the including file defines _GNU_SOURCE
- * first (RTLD_NEXT).
+ * its reads there too. It defines them: one file of a program includes
+ * it, the others declare watch_fd and socket_calls extern. Linux only;
+ * the including file defines _GNU_SOURCE first (RTLD_NEXT).
  */
 
 #ifndef UVPATCH_SOCKET_CALLS_H_
@@ -14,8 +15,8 @@
 #include <stddef.h>
 #include <sys/socket.h>
 
-static int watch_fd = -1;
-static long socket_calls;
+int watch_fd = -1;
+long socket_calls;
 
 int poll(struct pollfd* fds, nfds_t n, int timeout) {
   static int (*next)(struct pollfd*, nfds_t, int);

@@ -8,11 +8,16 @@
  *   not ok NAME: reason
  *   skip NAME: reason
  *
+ * A program is one file, or a folder of files (tests/uv-programs.cmake)
+ * whose cases are non-static functions that the table in one of them
+ * lists; see HARNESS_SHARED below.
+ *
  * scripts/uvpatch runs each case in its own process, so a crash or a hang
  * costs that case only; `prog` alone does the same on POSIX systems, where
  * it forks a child per case and reports a case that dies by a signal as
- * "not ok NAME: killed by signal N". `prog --list-threads` prints the cases that start
- * threads of their own: the ThreadSanitizer run takes those.
+ * "not ok NAME: killed by signal N". `prog --list-threads` prints the
+ * cases that start threads of their own: the ThreadSanitizer run takes
+ * those.
  *
  * A bound on wall-clock time (a timer's ticks during a flood) measures the
  * instrumentation as much as libuv when the program runs under valgrind.
@@ -53,8 +58,18 @@ typedef struct {
   int flags;
 } test_case;
 
-/* The reason printed after the result; set by FAIL() and SKIP(). */
+/* The reason printed after the result; set by FAIL() and SKIP(). The
+ * files of a program that is a folder share one: its own header defines
+ * HARNESS_SHARED, and the file with the table of cases HARNESS_MAIN too,
+ * before they include this one.
+ */
+#if !defined(HARNESS_SHARED)
 static char harness_reason[512];
+#elif defined(HARNESS_MAIN)
+char harness_reason[512];
+#else
+extern char harness_reason[512];
+#endif
 
 static int harness_set_reason(int result, const char* fmt, ...) {
   va_list ap;

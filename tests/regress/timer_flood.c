@@ -17,6 +17,7 @@
 #include "uv.h"
 #include "harness.h"
 #include "dgram.h"
+#include "handles.h"
 
 #define TICK_MS 20
 #define FLOOD_MS 5000
@@ -112,7 +113,7 @@ static void on_recv(uv_udp_t* handle,
                     const uv_buf_t* buf,
                     const struct sockaddr* addr,
                     unsigned flags) {
-  unsigned long seq;
+  long seq;
 
   (void) handle;
   (void) flags;
@@ -122,18 +123,12 @@ static void on_recv(uv_udp_t* handle,
   }
   if (addr == NULL)
     return;  /* Nothing (more) to read. */
-  if (nread != PAYLOAD) {
+  seq = flood_seq(buf, nread, PAYLOAD, FLOOD_MAX_SEQ);
+  if (seq < 0) {
     fc.bad++;
     return;
   }
-  seq = get_seq(buf->base);
-  if (seq >= FLOOD_MAX_SEQ) {
-    fc.bad++;
-    return;
-  }
-  if (fc.seen[seq >> 3] & (1 << (seq & 7)))
-    fc.dups++;
-  fc.seen[seq >> 3] |= (unsigned char) (1 << (seq & 7));
+  fc.dups += seen_twice(fc.seen, (unsigned long) seq);
   fc.datagrams++;
 }
 
@@ -143,12 +138,6 @@ static void on_tick(uv_timer_t* handle) {
   fc.ticks++;
   if (fc.rss_1s == 0 && now_ms() - fc.start >= 1000)
     fc.rss_err |= uv_resident_set_memory(&fc.rss_1s);
-}
-
-
-static void close_if_open(uv_handle_t* handle) {
-  if (!uv_is_closing(handle))
-    uv_close(handle, NULL);
 }
 
 
@@ -167,8 +156,8 @@ static void on_end(uv_timer_t* handle) {
   if (fc.run_ms == 0) {
     fc.run_ms = now_ms() - fc.start;
     fc.rss_err |= uv_resident_set_memory(&fc.rss_end);
-    close_if_open((uv_handle_t*) &fc.udp);
-    close_if_open((uv_handle_t*) &fc.tick);
+    close_once(&fc.udp, NULL);
+    close_once(&fc.tick, NULL);
   }
   if (fc.sender_running && now_ms() - fc.start < FLOOD_MS + GRACE_MS) {
     uv_timer_start(handle, on_end, 50, 0);
@@ -176,7 +165,7 @@ static void on_end(uv_timer_t* handle) {
   }
   if (fc.sender_running)
     uv_process_kill(&fc.sender, SIGKILL);
-  close_if_open((uv_handle_t*) handle);
+  close_once(handle, NULL);
 }
 
 

@@ -167,6 +167,33 @@ class BuildTest(BuildWorld):
         self.assertEqual(subprocess.run(
             [exe, "fake"], stdout=subprocess.DEVNULL).returncode, 0)
 
+    def test_a_folder_is_one_program(self):
+        # Its files link into one executable, named after the folder; a
+        # case in one file fails with its reason, which the table's file
+        # prints (harness.h's HARNESS_SHARED).
+        pair = os.path.join(self.root, "tests", "regress", "pair")
+        write(os.path.join(pair, "pair.h"),
+              '#define HARNESS_SHARED\n#include "harness.h"\n'
+              "int case_one(void);\n")
+        write(os.path.join(pair, "one.c"),
+              '#include "pair.h"\n'
+              'int case_one(void) { FAIL("said in %s", "one.c"); }\n')
+        write(os.path.join(pair, "main.c"),
+              '#define HARNESS_MAIN\n#include "pair.h"\n'
+              'static const test_case cases[] = { {"one", case_one}, '
+              "{NULL, NULL} };\n"
+              "int main(int argc, char** argv) "
+              "{ return harness_main(cases, argc, argv); }\n")
+        self.assertOk(self.tool("build", "--target", "linux"))
+        from uvpatchlib.verify.regress import regress_programs
+        self.assertEqual(regress_programs(self.root), ["fake", "pair"])
+        exe = os.path.join(self.work, "build", "linux-patched-Release",
+                           "regress", "pair")
+        res = subprocess.run([exe, "one"], stdout=subprocess.PIPE,
+                             text=True)
+        self.assertEqual(res.returncode, 1)
+        self.assertEqual(res.stdout, "not ok one: said in one.c\n")
+
     def test_compile_error_is_reported(self):
         write(os.path.join(self.root, "tests", "regress", "broken.c"),
               "int main(void) { return undefined_symbol; }\n")

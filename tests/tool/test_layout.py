@@ -1,6 +1,8 @@
 """The tool's layout: no import cycle among uvpatchlib's modules, no
 module over 600 lines, and each stage importing only the stages before
-it. Reads the sources with ast: imports nothing, runs nothing."""
+it; and no C file of the regression and benchmark programs over 600
+lines either. Reads the sources with ast: imports nothing, runs
+nothing."""
 
 import ast
 import os
@@ -134,6 +136,30 @@ class LayoutTest(unittest.TestCase):
                 count = f.read().count(b"\n")
             if count > MAX_LINES:
                 long.append("%s: %d lines" % (name, count))
+        self.assertEqual(long, [])
+
+
+class CProgramsLayoutTest(unittest.TestCase):
+    def test_no_c_file_over_600_lines(self):
+        # A program that outgrows a file becomes a folder of files, one a
+        # behaviour (tests/uv-programs.cmake).
+        long = []
+        found = 0
+        for part in ("regress", "bench", "common"):
+            top = os.path.join(REPO, "tests", part)
+            for folder, dirs, files in os.walk(top):
+                dirs.sort()
+                for name in sorted(files):
+                    if not name.endswith((".c", ".h")):
+                        continue
+                    found += 1
+                    path = os.path.join(folder, name)
+                    with open(path, "rb") as f:
+                        count = f.read().count(b"\n")
+                    if count > MAX_LINES:
+                        long.append("%s: %d lines"
+                                    % (os.path.relpath(path, REPO), count))
+        self.assertGreater(found, 0)
         self.assertEqual(long, [])
 
 

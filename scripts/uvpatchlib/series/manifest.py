@@ -292,7 +292,8 @@ def _validate_base(data, where, folder, check_files):
         for t in entry.get("tests", []):
             if not isinstance(t, str) or not re.match(r"^[a-z0-9_]+\Z", t):
                 _fail(ewhere + ".tests", "%r is not a program name" % (t,),
-                      "name programs of tests/regress/ without .c")
+                      "name programs of tests/regress/: a file without "
+                      ".c, or a folder")
         for j, proof in enumerate(entry.get("proof", [])):
             pwhere = "%s.proof[%d]" % (ewhere, j)
             _check_fields(proof, "proof", pwhere)

@@ -21,9 +21,13 @@ SANITIZED = ("asan", "ubsan", "tsan")
 
 
 def regress_programs(root):
-    return sorted(os.path.splitext(os.path.basename(p))[0]
-                  for p in glob.glob(os.path.join(root, "tests", "regress",
-                                                  "*.c")))
+    """The programs of tests/regress, as tests/uv-programs.cmake builds
+    them: each *.c file, and each folder holding *.c files."""
+    folder = os.path.join(root, "tests", "regress")
+    files = glob.glob(os.path.join(folder, "*.c"))
+    folders = glob.glob(os.path.join(folder, "*", "*.c"))
+    return sorted({os.path.splitext(os.path.basename(p))[0] for p in files} |
+                  {os.path.basename(os.path.dirname(p)) for p in folders})
 
 
 def _measurements(err):
