@@ -15,6 +15,7 @@ import tempfile
 
 from .. import console
 from ..build.cmake import cross_windows, windows_toolchain_missing
+from ..source.cache import cache_root
 
 CASE_TIMEOUT = 60
 # Set for runs whose wall-clock figures measure the instrumentation or the
@@ -113,8 +114,8 @@ class Runner:
             self.env["WINEDEBUG"] = "-all"
             # No Mono or Gecko installer dialogs in a fresh prefix.
             self.env["WINEDLLOVERRIDES"] = "mscoree,mshtml="
-            self.env.setdefault("WINEPREFIX", os.path.join(
-                os.path.expanduser("~"), ".cache", "uvpatch", "wineprefix"))
+            self.env.setdefault("WINEPREFIX",
+                                os.path.join(cache_root(), "wineprefix"))
             # Wine passes every socket call and wait through one server
             # process; a flood from a second process saturates it, on the
             # base and patched alike. Real Windows judges those bounds.
