@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   const char* label;
   bench b;
   int chunks;
+  int work_us;
   int drain;
   int reps;
   int size;
@@ -20,6 +21,7 @@ int main(int argc, char** argv) {
   int i;
   int m;
 
+  work_us = 0;
   drain = 0;
   reps = 9;
   mode = "both";
@@ -40,19 +42,21 @@ int main(int argc, char** argv) {
       label = argv[i + 1];
     else if (strcmp(argv[i], "--drain") == 0)
       drain = atoi(argv[i + 1]);
+    else if (strcmp(argv[i], "--work-us") == 0)
+      work_us = atoi(argv[i + 1]);
     else if (strcmp(argv[i], "--reps") == 0)
       reps = atoi(argv[i + 1]);
     else
       break;
   }
   if (i < argc || ms <= 0 || chunks < 1 || chunks > MAX_CHUNKS ||
-      drain < 0 || reps < 1 ||
+      drain < 0 || reps < 1 || work_us < 0 || work_us > 1000 ||
       size < 1 || size > 1500 || strchr(label, '"') != NULL ||
       strchr(label, '\\') != NULL) {
     fprintf(stderr,
             "usage: %s [--mode recvmsg|recvmmsg|both] [--ms N] "
             "[--chunks 1-%d] [--size 1-1500] [--label TEXT] "
-            "[--drain N [--reps N]]\n",
+            "[--work-us N] [--drain N [--reps N]]\n",
             argv[0], MAX_CHUNKS);
     return 2;
   }
@@ -68,6 +72,7 @@ int main(int argc, char** argv) {
     b.ms = ms;
     b.size = size;
     b.label = label;
+    b.work_us = work_us;
     b.drain = drain;
     b.reps = reps;
     b.rx.after = after_recv;

@@ -17,6 +17,13 @@ void after_recv(rx_counts* rx,
   (void) buf;
   (void) n;
   b = (bench*) rx;
+  if (kind == RX_DATAGRAM && b->work_us > 0) {
+    uint64_t until;
+
+    until = uv_hrtime() + (uint64_t) b->work_us * 1000;
+    while (uv_hrtime() < until)
+      continue;
+  }
   if (b->drain == 0)
     return;
   if (kind == RX_DRAINED)

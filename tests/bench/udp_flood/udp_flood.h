@@ -19,6 +19,8 @@
  * is the CPU time of the loop thread and dgrams_per_cpu_sec the datagrams
  * received per second of it, which depends less on what else the machine
  * runs than dgrams_per_sec (-1 where the thread's CPU time is unknown).
+ * --work-us N spins N microseconds in the callback of each datagram, as an
+ * application that does some work per datagram.
  *
  * With --drain N it runs a second scenario instead ("bench":"udp_drain"):
  * N datagrams are queued from a plain socket before the loop runs, then
@@ -31,7 +33,8 @@
  * over (iterations that handed over none left out; at most MAX_SEQ).
  *
  * Usage: udp_flood [--mode recvmsg|recvmmsg|both] [--ms N] [--chunks N]
- *                  [--size BYTES] [--label TEXT] [--drain N [--reps N]]
+ *                  [--size BYTES] [--label TEXT] [--work-us N]
+ *                  [--drain N [--reps N]]
  *
  * Unix only: on Windows it prints one skip line. The files: receiver.c,
  * the loop's handle and what it counts; flood.c and drain.c, the two
@@ -83,6 +86,7 @@ typedef struct {
   int chunks;
   int ms;
   int size;
+  int work_us;
   const char* label;
   /* Loop side. */
   uv_loop_t loop;
