@@ -417,6 +417,11 @@ def parser():
         sp = sub.add_parser(name, help=text, description=text)
         for add in options:
             add(sp)
+        # Also after the command (`fetch --out DIR`); not given there, it
+        # leaves the one before the command as it is.
+        sp.add_argument("--out", metavar="DIR", default=argparse.SUPPRESS,
+                        help="work folder (default: out/ in the "
+                             "repository)")
         sp.set_defaults(handler=handler)
     return p
 
