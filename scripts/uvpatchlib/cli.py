@@ -26,10 +26,12 @@ def cmd_fetch(args, manifest):
 
 
 def cmd_apply(args, manifest):
-    from .series.apply import apply_series
+    from .series.apply import apply_series, use_identity
     with Lock(args.out, "apply"):
-        print(apply_series(manifest, args.out, source=args.source,
-                           discard=args.discard))
+        src = apply_series(manifest, args.out, source=args.source,
+                           discard=args.discard)
+        console.note(use_identity(args.repo, src))
+        print(src)
 
 
 def cmd_build(args, manifest):
