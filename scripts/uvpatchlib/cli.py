@@ -64,7 +64,7 @@ def cmd_test(args, manifest):
     # kresd answer on both libraries (one SKIP line without them).
     test(manifests, args.out_root, suite=args.suite, target=args.target,
          config=args.config, source=args.source, consumers=test_consumers,
-         extras=[smoke, dns_smoke])
+         extras=[smoke, dns_smoke], only=args.case)
 
 
 def cmd_bases(args, manifest):
@@ -398,7 +398,13 @@ COMMANDS = {
                        "Windows under Wine when it is installed)"),
               lambda p: p.add_argument(
                   "--config", default="Release",
-                  choices=tuple(CONFIGS))]),
+                  choices=tuple(CONFIGS)),
+              lambda p: p.add_argument(
+                  "--case", metavar="PROGRAM[/CASE]",
+                  help="run this regression program, or one case of it, "
+                       "alone: patched and on the base, on every target "
+                       "(Windows under Wine included), printing each "
+                       "command it ran; no other test runs")]),
 }
 
 

@@ -188,7 +188,8 @@ def known_cases(root):
             for name, sources in programs(root).items()}
 
 
-def _near(word, choices):
+def near(word, choices):
+    """' (did you mean X?)' for the choice nearest ``word``, or ''."""
     close = difflib.get_close_matches(word, sorted(choices), n=1,
                                       cutoff=0.6)
     return " (did you mean %s?)" % close[0] if close else ""
@@ -212,7 +213,7 @@ def name_problems(entry, known):
         if program not in known:
             problems.append("tests names %s, which is no program of "
                             "tests/regress%s" % (program,
-                                                 _near(program, known)))
+                                                 near(program, known)))
     everything = ["%s/%s" % (p, c) for p, cases in known.items()
                   for c in cases or ()]
     for field, name in named_cases(entry):
@@ -221,12 +222,12 @@ def name_problems(entry, known):
         if program not in known:
             problems.append("%s names %s, but tests/regress has no "
                             "program %s%s" % (field, name, program,
-                                              _near(name, everything)))
+                                              near(name, everything)))
         elif cases is None:
             problems.append("%s names %s, but no table of cases was found "
                             "in tests/regress/%s" % (field, name, program))
         elif case not in cases:
             problems.append("%s names %s, which is no case of %s%s"
                             % (field, name, program,
-                               _near(name, everything)))
+                               near(name, everything)))
     return problems
