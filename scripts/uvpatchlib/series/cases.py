@@ -231,3 +231,45 @@ def name_problems(entry, known):
                             % (field, name, program,
                                near(name, everything)))
     return problems
+
+
+# How a program names a patch it needs (tests/regress/harness.h).
+_NEEDS = re.compile(r"\bUVPATCH_IN_(?:SERIES|TREE)_(\w+)|"
+                    r"\bSKIP_WITHOUT_PATCH\s*\(\s*\"([^\"]*)\"")
+
+
+def patch_id(name):
+    """The C identifier of a patch, as tests/uv-programs.cmake makes it:
+    its file name (or name alone) without number and .patch, in upper
+    case, each character but letters and digits made "_"."""
+    name = re.sub(r"^[0-9]+-|\.patch$", "", name)
+    return re.sub(r"[^A-Za-z0-9_]", "_", name).upper()
+
+
+def needed_patches(root):
+    """{patch id: [where it is named, as path:line]} of tests/regress."""
+    found = {}
+    folder = os.path.join(root, "tests", "regress")
+    for path in sorted(glob.glob(os.path.join(folder, "*.[ch]")) +
+                       glob.glob(os.path.join(folder, "*", "*.[ch]"))):
+        if os.path.basename(path) == "harness.h":
+            continue  # its comment shows the form with a made-up patch
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for n, line in enumerate(f, 1):
+                for m in _NEEDS.finditer(line):
+                    pid = m.group(1) or patch_id(m.group(2))
+                    found.setdefault(pid, []).append("%s:%d" % (
+                        os.path.relpath(path, root).replace(os.sep, "/"),
+                        n))
+    return found
+
+
+def needed_patch_problems(root, bases):
+    """The patches tests/regress names that no series of ``bases``
+    (deps.json's) has: a case skipped everywhere, by a typo or a
+    rename."""
+    known = {patch_id(e["file"]) for b in bases for e in b["series"]}
+    return ["%s names patch %s, which no series has%s"
+            % (", ".join(where), pid, near(pid, known))
+            for pid, where in sorted(needed_patches(root).items())
+            if pid not in known]

@@ -25,7 +25,8 @@ import tempfile
 
 from ..errors import UvPatchError
 from .apply import BASE_TAG, apply_series
-from .cases import known_cases, name_problems
+from .cases import (known_cases, name_problems, needed_patch_problems,
+                    needed_patches)
 from .manifest import UPSTREAM_STATUSES
 from .message import upstream_problems
 from .patchfile import Patch, header
@@ -183,6 +184,13 @@ def check(manifest, out, report):
     report("PASS", "check series applies exactly",
            "on %s" % manifest.commit[:12])
     known = known_cases(manifest.root)
+    needed = needed_patch_problems(manifest.root, manifest.doc["bases"])
+    if needed:
+        failures += 1
+        report("FAIL", "check tests/regress patch names", "; ".join(needed))
+    elif needed_patches(manifest.root):
+        report("PASS", "check tests/regress patch names",
+               "every patch a case needs is in a series")
     with tempfile.TemporaryDirectory(prefix="uvpatch-check-") as tmp:
         names = format_series(src, BASE_TAG, "HEAD", tmp) \
             if manifest.series else []
