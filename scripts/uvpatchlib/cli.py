@@ -115,6 +115,22 @@ def cmd_check(args, manifest):
                                    manifest.base_option))
 
 
+def cmd_carry(args, manifest):
+    from .series.carry import carry
+    console.step("carry")
+    # Each series it carries to is locked in turn as well.
+    with Lock(args.out, "carry"):
+        failed = carry(manifest, args.repo, args.out_root, args.patch,
+                       targets=args.to, since=args.since,
+                       report=_print_result)
+    if failed:
+        raise UvPatchError("%d check(s) of the series it touched failed"
+                           % failed,
+                           hint="each FAIL line names the series and the "
+                                "rule: fix it in out/<base>/src, then "
+                                "`scripts/uvpatch refresh --base <base>`")
+
+
 def cmd_vendor(args, manifest):
     from .build.vendor import vendor
     with Lock(args.out, "vendor"):
@@ -320,6 +336,23 @@ COMMANDS = {
                                              "and static library, headers, "
                                              "pkg-config and CMake package "
                                              "files)")]),
+    "carry": (cmd_carry, "carry a patch, or a change to it, from --base "
+              "to the other series by three-way merge, then refresh and "
+              "check each",
+              [_add_base, lambda p: p.add_argument(
+                  "--patch", metavar="N", required=True,
+                  help="the patch of --base's series (number or file "
+                       "name)"),
+               lambda p: p.add_argument(
+                   "--to", metavar="BASE", action="append",
+                   help="only this series (repeat; default: every other "
+                        "base)"),
+               lambda p: p.add_argument(
+                   "--since", metavar="REV", default="HEAD",
+                   help="where the checkout's git has the patch as it was "
+                        "before the change to carry (default: HEAD); a "
+                        "series without a patch of that subject gets it "
+                        "whole")]),
     "check": (cmd_check, "lint the series: hashes, canonical form, "
               "messages, a proof case for each fix, exact apply",
               [_add_base, lambda p: p.add_argument(
