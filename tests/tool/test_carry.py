@@ -85,6 +85,21 @@ class CarryNewPatchTest(CarryWorld):
         # patches/ is as it was.
         self.assertEqual(len(self.base_now("v0.0.2")["series"]), 1)
 
+    def test_a_change_the_series_has_is_refused_cleanly(self):
+        self.own_patch()
+        drift = CORE.replace("int line30 = 30;", "int line30 = 31;")
+        self.second_base(drift, {"src/core.c": drift.replace(
+            "int line5 = 5;", "int line5 = 50;")},
+            message("core: make line5 fifty"))
+        res = self.tool("carry", "--patch", "1")
+        self.assertFails(res, "carrying 0001-core-set-line5.patch to "
+                         "v0.0.2: git cherry-pick failed",
+                         "nothing to carry")
+        src = os.path.join(self.out, "v0.0.2", "src")
+        self.assertEqual(git(["status", "--porcelain"], src).stdout, "")
+        self.assertFalse(os.path.exists(os.path.join(
+            src, ".git", "CHERRY_PICK_HEAD")))
+
     def test_unknown_patch(self):
         self.own_patch()
         res = self.tool("carry", "--patch", "7")

@@ -119,10 +119,20 @@ def _merge_messages(theirs_old, theirs_new, ours):
     return res.stdout.rstrip("\n") if res.returncode == 0 else None
 
 
-def _stop(tm, tsrc, what, next_step):
+def _stop(tm, tsrc, what, next_step, res):
     files = subproc.git_out(["diff", "--name-only", "--diff-filter=U"],
                             cwd=tsrc).split()
     shown = console.shown(tsrc)
+    if not files:
+        # Not a conflict (an empty pick: the series has the change):
+        # nothing is left half done.
+        for args in (["cherry-pick", "--abort"], ["rebase", "--abort"]):
+            subproc.git(args, cwd=tsrc, check=False)
+        raise UvPatchError(
+            "%s: git %s failed: %s" % (what, next_step.split()[0],
+                                       (res.stdout + res.stderr).strip()),
+            hint="%s is as it was; if the series has the change already, "
+                 "there is nothing to carry" % shown, status=EXIT_STATE)
     raise UvPatchError(
         "%s: conflict in %s, in %s" % (what, ", ".join(files) or
                                        "the merge", shown),
@@ -154,15 +164,17 @@ def _carry_change(tm, tsrc, src, counterpart, old, new, what):
     change = subproc.git_out(["commit-tree", new + "^{tree}", "-p", old,
                               "-m", text], cwd=src)
     _fetch(src, change, tsrc)
-    if subproc.git(["cherry-pick", "--allow-empty", change], cwd=tsrc,
-                   check=False).returncode != 0:
+    res = subproc.git(["cherry-pick", "--allow-empty", change], cwd=tsrc,
+                      check=False)
+    if res.returncode != 0:
         _stop(tm, tsrc, what, "cherry-pick --continue` and `git -C %s "
-              "rebase -i --autosquash %s" % (console.shown(tsrc), BASE_TAG))
-    subproc.git(["rebase", "-q", "-i", "--autosquash", BASE_TAG], cwd=tsrc,
-                env={"GIT_SEQUENCE_EDITOR": "true", "GIT_EDITOR": "true"},
-                check=False)
-    if os.path.isdir(os.path.join(tsrc, ".git", "rebase-merge")):
-        _stop(tm, tsrc, what, "rebase --continue")
+              "rebase -i --autosquash %s" % (console.shown(tsrc), BASE_TAG),
+              res)
+    res = subproc.git(["rebase", "-q", "-i", "--autosquash", BASE_TAG],
+                      cwd=tsrc, env={"GIT_SEQUENCE_EDITOR": "true",
+                                     "GIT_EDITOR": "true"}, check=False)
+    if res.returncode != 0:
+        _stop(tm, tsrc, what, "rebase --continue", res)
     return said
 
 
@@ -196,11 +208,12 @@ def carry(manifest, root, out_root, wanted, targets=None, since="HEAD",
         tout = os.path.join(out_root, name)
         with Lock(tout, "carry"):
             failures += _carry_to(load(root, base=name), tout, src, entry,
-                                  commit, old, since, report)
+                                  commit, old, since, report, before)
     return failures
 
 
-def _carry_to(tm, tout, src, entry, commit, old, since, report):
+def _carry_to(tm, tout, src, entry, commit, old, since, report,
+              before=None):
     """Carries to one series; returns its failed checks."""
     tsrc = apply_series(tm, tout)
     what = "carrying %s to %s" % (entry["file"], tm.name)
@@ -209,7 +222,11 @@ def _carry_to(tm, tout, src, entry, commit, old, since, report):
                    if _slug(e["file"]) == _slug(entry["file"])]
     if counterpart and old is None:
         report("SKIP", label, "it has %s, and %s has no change since %s"
-               % (counterpart[0]["file"], entry["file"], since))
+               % (counterpart[0]["file"], entry["file"], since)
+               if before is not None else
+               "it has %s already; %s has no earlier version at %s to take "
+               "a change from" % (counterpart[0]["file"], entry["file"],
+                                  since))
         return 0
     if counterpart:
         said = _carry_change(tm, tsrc, src, counterpart[0], old, commit,
@@ -218,9 +235,9 @@ def _carry_to(tm, tout, src, entry, commit, old, since, report):
                                                   said)
     else:
         _fetch(src, commit, tsrc)
-        if subproc.git(["cherry-pick", commit], cwd=tsrc,
-                       check=False).returncode != 0:
-            _stop(tm, tsrc, what, "cherry-pick --continue")
+        res = subproc.git(["cherry-pick", commit], cwd=tsrc, check=False)
+        if res.returncode != 0:
+            _stop(tm, tsrc, what, "cherry-pick --continue", res)
         done = "a new patch on its series"
     refresh(tm, tout)
     tm = _copy_fields(load(tm.root, base=tm.name), entry, counterpart)
