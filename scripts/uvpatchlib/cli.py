@@ -108,8 +108,9 @@ def cmd_check(args, manifest):
         raise UvPatchError("%d check(s) of the series failed" % failed,
                            hint="fix a message in %s (git commit --amend) "
                                 "and run `scripts/uvpatch refresh%s`; a "
-                                "missing proof case or no_proof reason goes "
-                                "in deps.json (CONTRIBUTING.md)"
+                                "missing or misspelt program, proof case or "
+                                "no_proof reason goes in deps.json "
+                                "(CONTRIBUTING.md)"
                                 % (console.shown(os.path.join(args.out,
                                                               "src")),
                                    manifest.base_option))
