@@ -143,10 +143,10 @@ class NeededPatchNamesTest(unittest.TestCase):
                              {"file": "0002-win-something-else.patch"}]}]
         problems = needed_patch_problems(tmp, bases)
         self.assertEqual(len(problems), 1, problems)
-        self.assertIn("tests/regress/x.c:5, tests/regress/x.c:6, tests/regress/x.c:21 "
-                      "names patch "
-                      "CORE_SET_LINE5, which no series has (did you mean "
-                      "CORE_SET_LINE_5?)", problems[0])
+        self.assertIn("tests/regress/x.c:5, tests/regress/x.c:6, "
+                      "tests/regress/x.c:21 names patch CORE_SET_LINE5, "
+                      "which no series has (did you mean CORE_SET_LINE_5?)",
+                      problems[0])
 
 
 class NoVersionSkipsTest(unittest.TestCase):
