@@ -20,7 +20,7 @@ import tempfile
 from .. import console, subproc
 from ..errors import UvPatchError, EXIT_STATE, EXIT_USAGE
 from ..fsutil import Lock, write_atomic
-from .apply import BASE_TAG, BRANCH, apply_series, read_state
+from .apply import BASE_TAG, apply_series, read_state
 from .check import check
 from .manifest import dump, load
 from .patchfile import Patch
