@@ -26,10 +26,12 @@ def cmd_fetch(args, manifest):
 
 
 def cmd_apply(args, manifest):
-    from .series.apply import apply_series
+    from .series.apply import apply_series, use_identity
     with Lock(args.out, "apply"):
-        print(apply_series(manifest, args.out, source=args.source,
-                           discard=args.discard))
+        src = apply_series(manifest, args.out, source=args.source,
+                           discard=args.discard)
+        console.note(use_identity(args.repo, src))
+        print(src)
 
 
 def cmd_build(args, manifest):
@@ -62,7 +64,7 @@ def cmd_test(args, manifest):
     # kresd answer on both libraries (one SKIP line without them).
     test(manifests, args.out_root, suite=args.suite, target=args.target,
          config=args.config, source=args.source, consumers=test_consumers,
-         extras=[smoke, dns_smoke])
+         extras=[smoke, dns_smoke], only=args.case)
 
 
 def cmd_bases(args, manifest):
@@ -106,11 +108,28 @@ def cmd_check(args, manifest):
         raise UvPatchError("%d check(s) of the series failed" % failed,
                            hint="fix a message in %s (git commit --amend) "
                                 "and run `scripts/uvpatch refresh%s`; a "
-                                "missing proof case or no_proof reason goes "
-                                "in deps.json (CONTRIBUTING.md)"
+                                "missing or misspelt program, proof case or "
+                                "no_proof reason goes in deps.json "
+                                "(CONTRIBUTING.md)"
                                 % (console.shown(os.path.join(args.out,
                                                               "src")),
                                    manifest.base_option))
+
+
+def cmd_carry(args, manifest):
+    from .series.carry import carry
+    console.step("carry")
+    # Each series it carries to is locked in turn as well.
+    with Lock(args.out, "carry"):
+        failed = carry(manifest, args.repo, args.out_root, args.patch,
+                       targets=args.to, since=args.since,
+                       report=_print_result)
+    if failed:
+        raise UvPatchError("%d check(s) of the series it touched failed"
+                           % failed,
+                           hint="each FAIL line names the series and the "
+                                "rule: fix it in out/<base>/src, then "
+                                "`scripts/uvpatch refresh --base <base>`")
 
 
 def cmd_vendor(args, manifest):
@@ -318,6 +337,23 @@ COMMANDS = {
                                              "and static library, headers, "
                                              "pkg-config and CMake package "
                                              "files)")]),
+    "carry": (cmd_carry, "carry a patch, or a change to it, from --base "
+              "to the other series by three-way merge, then refresh and "
+              "check each",
+              [_add_base, lambda p: p.add_argument(
+                  "--patch", metavar="N", required=True,
+                  help="the patch of --base's series (number or file "
+                       "name)"),
+               lambda p: p.add_argument(
+                   "--to", metavar="BASE", action="append",
+                   help="only this series (repeat; default: every other "
+                        "base)"),
+               lambda p: p.add_argument(
+                   "--since", metavar="REV", default="HEAD",
+                   help="where the checkout's git has the patch as it was "
+                        "before the change to carry (default: HEAD); a "
+                        "series without a patch of that subject gets it "
+                        "whole")]),
     "check": (cmd_check, "lint the series: hashes, canonical form, "
               "messages, a proof case for each fix, exact apply",
               [_add_base, lambda p: p.add_argument(
@@ -396,7 +432,13 @@ COMMANDS = {
                        "Windows under Wine when it is installed)"),
               lambda p: p.add_argument(
                   "--config", default="Release",
-                  choices=tuple(CONFIGS))]),
+                  choices=tuple(CONFIGS)),
+              lambda p: p.add_argument(
+                  "--case", metavar="PROGRAM[/CASE]",
+                  help="run this regression program, or one case of it, "
+                       "alone: patched and on the base, on every target "
+                       "(Windows under Wine included), printing each "
+                       "command it ran; no other test runs")]),
 }
 
 
@@ -417,6 +459,11 @@ def parser():
         sp = sub.add_parser(name, help=text, description=text)
         for add in options:
             add(sp)
+        # Also after the command (`fetch --out DIR`); not given there, it
+        # leaves the one before the command as it is.
+        sp.add_argument("--out", metavar="DIR", default=argparse.SUPPRESS,
+                        help="work folder (default: out/ in the "
+                             "repository)")
         sp.set_defaults(handler=handler)
     return p
 

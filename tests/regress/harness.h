@@ -34,6 +34,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Which patches the linked libuv carries, written by the build
+ * (tests/uv-programs.cmake).
+ */
+#include "uvpatch_series.h"
+
 #ifndef _WIN32
 # include <errno.h>
 # include <sys/types.h>
@@ -97,6 +102,21 @@ static void harness_note_first(char* err,
 
 #define SKIP(...)                                                             \
   return harness_set_reason(CASE_SKIP, __VA_ARGS__)
+
+/* A case for a patch that not every series carries skips where the
+ * series its build comes from lacks the patch, naming it; the unpatched
+ * base of a series that has it runs the case (where it proves the patch).
+ * The build defines UVPATCH_IN_SERIES_<ID> for each patch of the series,
+ * <ID> its file name without number and .patch, in upper case, each
+ * character that is not a letter or a digit made "_":
+ *
+ *   #elif !defined(UVPATCH_IN_SERIES_CORE_GIVE_ERROR_CODE_0_A_NAME)
+ *     SKIP_WITHOUT_PATCH("core-give-error-code-0-a-name");
+ *
+ * UVPATCH_IN_TREE_<ID> says the same of this build's own tree.
+ */
+#define SKIP_WITHOUT_PATCH(name)                                              \
+  SKIP("needs the patch %s, which is not in %s", name, UVPATCH_FROM)
 
 /* Fails the current case with the expression and where it is. */
 #define CHECK(expr)                                                           \

@@ -182,6 +182,17 @@ class World(unittest.TestCase):
         self.save_deps()
         return data
 
+    def add_program(self, name, cases):
+        """tests/regress/<name>.c in the repository root: a regression
+        program whose table lists ``cases``."""
+        write(os.path.join(self.root, "tests", "regress", name + ".c"),
+              '#include "harness.h"\n\n' + "".join(
+                  "static int %s(void) { return CASE_OK; }\n" % c
+                  for c in cases) +
+              "\nstatic const test_case cases[] = {\n" + "".join(
+                  '  { "%s", %s },\n' % (c, c) for c in cases) +
+              "  { NULL, NULL }\n};\n")
+
     def make_three_patches(self):
         """0001 and 0002 change src/core.c, 0003 src/timer.c."""
         core = UPSTREAM_FILES["src/core.c"].replace("int line5 = 5;",

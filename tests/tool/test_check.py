@@ -30,7 +30,7 @@ index 0000000..1111111 100644
 
 def patch_text(subject, body):
     return ("From 0000000000000000000000000000000000000000 Mon Sep 17 "
-            "00:00:00 2001\nFrom: Upstream Author <author@example.invalid>\n"
+            "00:00:00 2001\nFrom: Test <test@invalid>\n"
             "Date: Mon, 1 Jan 2024 00:00:00 +0000\nSubject: [PATCH] %s\n\n"
             "%s%s" % (subject, body, DIFF))
 
@@ -95,7 +95,7 @@ class LintTest(unittest.TestCase):
 
 OWN_BODY = ("It broke.\n\nFix it.\n\n%s\nUpstream-Status: Pending\n"
             "Forwarded: no\nLast-Update: 2026-12-03\n"
-            "Signed-off-by: uvpatch maintainers <uvpatch@invalid>\n")
+            "Signed-off-by: Test <test@invalid>\n")
 
 
 class EncodedSubjectTest(unittest.TestCase):
@@ -259,6 +259,7 @@ class CheckCommandTest(World):
         self.deps["series"][0]["proof"] = [
             {"target": "linux", "cases": ["core/fails_before"]}]
         self.save_deps()
+        self.add_program("core", ["fails_before"])
         res = self.tool("check")
         self.assertOk(res)
         self.assertIn("PASS check %s: canonical (refresh would not change "

@@ -15,7 +15,7 @@ import shutil
 from .. import console, subproc
 from ..errors import UvPatchError, EXIT_FAILURE, EXIT_USAGE
 from ..fsutil import write_atomic
-from ..series.apply import apply_series, export_base
+from ..series.apply import apply_series, export_base, read_state
 
 CONFIGS = {
     "Release": {"build_type": "Release", "cflags": ""},
@@ -81,9 +81,14 @@ class Variant:
     """One build folder: target x patched/base x config."""
 
     def __init__(self, root, out, target, patched, config, source=None,
-                 label=None):
+                 label=None, applied=None):
         self.root = root
         self.out = out
+        # The series the tree comes from (out/<base>/ is named after it)
+        # and the patch files it carries: None for what out/<base>/src
+        # holds, when that is the source.
+        self.series = os.path.basename(os.path.normpath(out))
+        self.applied = applied
         self.target = target
         self.patched = patched
         self.config = config
@@ -162,6 +167,22 @@ def shown_prefixes(variant):
                 found.add(os.path.relpath(source, base) + os.sep)
     # A shorter form inside a longer one must not cut it first.
     return sorted(found, key=len, reverse=True)
+
+
+def series_args(variant):
+    """What tests/uv-programs.cmake writes the programs' uvpatch_series.h
+    from: the series, and the patches this tree carries of it."""
+    args = ["-DUVPATCH_SERIES=" + variant.series]
+    applied = variant.applied
+    if not variant.patched:
+        applied = []
+    elif applied is None and os.path.abspath(variant.source) == \
+            os.path.abspath(os.path.join(variant.out, "src")):
+        state = read_state(variant.source)
+        applied = [p["file"] for p in state["patches"]] if state else None
+    if applied is not None:
+        args.append("-DUVPATCH_APPLIED=" + ";".join(applied))
+    return args
 
 
 def _common_args(variant):
@@ -254,7 +275,8 @@ def build_tree(variant, libuv_only=False):
     if libuv_only:
         return variant
     linked = args + ["-DUV_SOURCE_DIR=" + os.path.abspath(variant.source),
-                     "-DUV_LIBRARY=" + os.path.abspath(variant.library())]
+                     "-DUV_LIBRARY=" + os.path.abspath(variant.library())] \
+        + series_args(variant)
     _configure(os.path.join(root, "tests", "regress"), variant.regress_dir,
                linked)
     did = _ninja(variant.regress_dir) or did

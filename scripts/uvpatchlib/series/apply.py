@@ -8,6 +8,7 @@ whole series applied, so a failure or a crash leaves the previous tree.
 import json
 import os
 import re
+import subprocess
 
 from .. import console, subproc
 from ..errors import UvPatchError, EXIT_APPLY, EXIT_STATE
@@ -334,6 +335,63 @@ def export_commit(src, commit, dest):
     finally:
         remove_tree(index)
     replace_dir(work, dest)
+
+
+# Where git's config scopes are, as a note names them.
+_SCOPES = {"local": "the checkout's git config",
+           "worktree": "the checkout's git config",
+           "global": "your global git config",
+           "system": "the system's git config"}
+# What chooses the user's own config files; kept for the look-up alone.
+_CONFIG_VARS = ("GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM",
+                "GIT_CONFIG_NOSYSTEM", "HOME", "XDG_CONFIG_HOME")
+
+
+def user_identity(checkout):
+    """{"user.name": (value, where), "user.email": ...} as the user's git
+    gives them in ``checkout``: its own config first, then the global
+    one. Not subproc.git: that one hides the user's configuration."""
+    env = subproc.git_environ()
+    env.update({k: os.environ[k] for k in _CONFIG_VARS if k in os.environ})
+    found = {}
+    for key in ("user.name", "user.email"):
+        try:
+            res = subprocess.run(["git", "config", "--show-scope", "--get",
+                                  key], cwd=checkout, env=env, text=True,
+                                 stdout=subprocess.PIPE,
+                                 stderr=subprocess.DEVNULL, check=False)
+        except OSError:
+            continue
+        scope, _, value = res.stdout.rstrip("\n").partition("\t")
+        if res.returncode == 0 and value.strip():
+            found[key] = (value.strip(), _SCOPES.get(scope, scope))
+    return found
+
+
+def use_identity(checkout, src):
+    """Sets the user's identity in out/<base>/src, a repository of its
+    own, so the commits made there are theirs as the checkout's would
+    be; returns the sentence that says whose, and from where."""
+    found = user_identity(checkout)
+    for key in ("user.name", "user.email"):
+        if key in found:
+            subproc.git(["config", key, found[key][0]], cwd=src)
+        else:
+            subproc.git(["config", "--unset-all", key], cwd=src,
+                        check=False)
+    shown = console.shown(src)
+    if len(found) < 2:
+        missing = [k for k in ("user.name", "user.email") if k not in found]
+        return ("no %s in the checkout's or your global git config: "
+                "commits in %s get git's guess; set them (git config "
+                "--global user.name \"Your Name\"; git config --global "
+                "user.email you@example.org) and run apply again"
+                % (" or ".join(missing), shown))
+    name, email = found["user.name"], found["user.email"]
+    where = name[1] if name[1] == email[1] else "%s; user.email: %s" % (
+        name[1], email[1])
+    return "commits in %s are by %s <%s> (%s)" % (shown, name[0], email[0],
+                                                  where)
 
 
 def patch_commits(src):

@@ -11,17 +11,25 @@ tests-only) names in deps.json at least one `proof` case, a regression
 case that fails on the unpatched base. A backport or a tests-only patch
 (subject `test: ...`, or it changes only test/ and docs/) that names
 none says why in `no_proof`.
+
+Names: every program (`tests`) and case (`proof`, `repairs`) that an entry
+names exists in tests/regress, read from the C sources' case tables; a
+near miss gets a "did you mean". A patch of our own is signed off by its
+author: its `From:` is one of its `Signed-off-by:` lines.
 """
 
+import email.utils
 import os
 import re
 import tempfile
 
 from ..errors import UvPatchError
 from .apply import BASE_TAG, apply_series
+from .cases import (known_cases, name_problems, needed_patch_problems,
+                    needed_patches)
 from .manifest import UPSTREAM_STATUSES
 from .message import upstream_problems
-from .patchfile import Patch
+from .patchfile import Patch, header
 from .refresh import format_series
 
 SUBJECT_MAX = 50
@@ -82,6 +90,7 @@ def lint_message(name, text):
         problems.extend(_style_problems(subject, body))
         problems.extend(upstream_problems(subject, body))
         required = ("Forwarded", "Last-Update", "Signed-off-by")
+        problems.extend(_author_problems(text, body))
     for field in required:
         if field not in fields:
             problems.append("no %s: field" % field)
@@ -90,6 +99,25 @@ def lint_message(name, text):
         problems.append("Last-Update %r is not YYYY-MM-DD"
                         % fields["Last-Update"])
     return problems
+
+
+def _identity(text):
+    name, address = email.utils.parseaddr(text)
+    return " ".join(name.split()), address.lower()
+
+
+def _author_problems(text, body):
+    """A patch of ours is signed off by whoever it names as its author."""
+    author = str(header(text).get("From") or "").strip()
+    signed = [ln.split(":", 1)[1].strip() for ln in body
+              if ln.startswith("Signed-off-by:")]
+    if not author or not signed or _identity(author) in [
+            _identity(s) for s in signed]:
+        return []
+    return ["From: %s is not among its Signed-off-by: (%s): the author "
+            "signs off their own patch (set user.name and user.email, "
+            "then git commit --amend --reset-author in out/<base>/src, "
+            "or sign off as the author)" % (author, "; ".join(signed))]
 
 
 def tests_only(patch):
@@ -130,11 +158,13 @@ def _rules_kept(entry):
     else:
         message = ("'subsystem: summary' subject of at most %d characters, "
                    "lines of at most %d columns, Upstream-Status, "
-                   "Forwarded, Last-Update and Signed-off-by"
-                   % (SUBJECT_MAX, BODY_MAX))
+                   "Forwarded, Last-Update and Signed-off-by (the "
+                   "author's)" % (SUBJECT_MAX, BODY_MAX))
     cases = sum(len(p["cases"]) for p in entry.get("proof", []))
     proof = "%d proof case(s)" % cases if cases else \
         "no proof case: " + entry["no_proof"]
+    if entry.get("tests") or cases or entry.get("repairs"):
+        proof += "; the programs and cases it names are in tests/regress"
     return "canonical (refresh would not change it); %s; %s" % (message,
                                                                proof)
 
@@ -153,6 +183,14 @@ def check(manifest, out, report):
         return 1
     report("PASS", "check series applies exactly",
            "on %s" % manifest.commit[:12])
+    known = known_cases(manifest.root)
+    needed = needed_patch_problems(manifest.root, manifest.doc["bases"])
+    if needed:
+        failures += 1
+        report("FAIL", "check tests/regress patch names", "; ".join(needed))
+    elif needed_patches(manifest.root):
+        report("PASS", "check tests/regress patch names",
+               "every patch a case needs is in a series")
     with tempfile.TemporaryDirectory(prefix="uvpatch-check-") as tmp:
         names = format_series(src, BASE_TAG, "HEAD", tmp) \
             if manifest.series else []
@@ -162,8 +200,8 @@ def check(manifest, out, report):
             with open(os.path.join(folder, name), encoding="utf-8",
                       newline="") as f:
                 text = f.read()
-            problems = lint_message(name, text) + proof_problems(entry,
-                                                                 text)
+            problems = lint_message(name, text) + proof_problems(
+                entry, text) + name_problems(entry, known)
             if fresh != name:
                 problems.append("refresh would name it %s" % fresh)
             elif open(os.path.join(tmp, fresh), encoding="utf-8",

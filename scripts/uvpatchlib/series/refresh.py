@@ -16,6 +16,7 @@ from ..errors import UvPatchError, EXIT_STATE
 from ..fsutil import remove_tree, sha256_file, write_atomic
 from .apply import BASE_TAG, STATE_FILE, read_state, wanted_state
 from .manifest import dump, validate
+from .patchfile import Patch
 
 # --full-index: abbreviated blob ids grow with the repository's object
 # count, so the same series would print differently from a shallow cache
@@ -67,6 +68,29 @@ def _prior_entry(name, index, names, old_series):
         if _slug(candidate["file"]) not in {_slug(n) for n in names}:
             return candidate
     return None
+
+
+def _summary_after_rename(entry, prior, patches_dir, commit, src, name):
+    """A patch whose subject changed keeps its deps.json entry, summary
+    included: a summary that was the old subject becomes the new one;
+    one written by hand is kept, and named, as it may no longer say what
+    the patch changes. Returns the line that says which."""
+    subject = subproc.git_out(["log", "-1", "--format=%s", commit], cwd=src)
+    old_subject = None
+    try:
+        with open(os.path.join(patches_dir, prior["file"]),
+                  encoding="utf-8", errors="replace", newline="") as f:
+            old_subject = Patch(f.read()).subject
+    except OSError:
+        pass
+    if entry.get("summary") in (old_subject, _slug(prior["file"])[:-6]):
+        entry["summary"] = subject
+        return ("%s was %s: its summary in deps.json was the old subject, "
+                "now the new one" % (name, prior["file"]))
+    return ("check the summary of %s (was %s) in deps.json: %r was "
+            "written for the old patch; rewrite it if it no longer says "
+            "what the patch changes" % (name, prior["file"],
+                                        entry.get("summary")))
 
 
 def _read_or_none(path):
@@ -158,7 +182,7 @@ def refresh(manifest, out, src=None, priors=None):
         names = format_series(src, base, head, tmp)
         commits = subproc.git_out(["rev-list", "--reverse", "%s..%s"
                                    % (base, head)], cwd=src).split()
-        series, changed = [], []
+        series, changed, renamed = [], [], []
         for i, (name, commit) in enumerate(zip(names, commits)):
             path = os.path.join(tmp, name)
             message = subproc.git_out(["log", "-1", "--format=%B", commit],
@@ -175,6 +199,9 @@ def refresh(manifest, out, src=None, priors=None):
                 "upstream_status": "Pending",
                 "summary": subproc.git_out(
                     ["log", "-1", "--format=%s", commit], cwd=src)}
+            if prior and _slug(prior["file"]) != _slug(name):
+                renamed.append(_summary_after_rename(
+                    entry, prior, patches_dir, commit, src, name))
             entry["file"] = name
             entry["sha256"] = sha256_file(path)
             m = _STATUS.search(message)
@@ -236,4 +263,6 @@ def refresh(manifest, out, src=None, priors=None):
         console.note("removed patches/%s/%s" % (manifest.name, name))
     if not changed and not removed:
         console.note("patches/ is up to date (%d patches)" % len(series))
+    for line in renamed:
+        console.note(line)
     return changed, removed

@@ -191,7 +191,8 @@ class Checker:
             os.path.join(variant.root, "tests", "regress"),
             variant.regress_dir, cmake._common_args(variant) + [
                 "-DUV_SOURCE_DIR=" + os.path.abspath(variant.source),
-                "-DUV_LIBRARY=" + os.path.abspath(variant.library())])
+                "-DUV_LIBRARY=" + os.path.abspath(variant.library())]
+            + cmake.series_args(variant))
         cmake._ninja(variant.regress_dir, sorted(programs))
         return variant
 

@@ -55,7 +55,8 @@ def bisect(manifest, out, report, config="Release"):
         dest = os.path.join(out, "bisect", "tree")
         checkout_prefix(src, state["commit"], dest)
         variant = Variant(manifest.root, out, target, True, config,
-                          source=dest, label="bisect")
+                          source=dest, label="bisect",
+                          applied=[e["file"] for e in manifest.series[:k]])
         try:
             build_tree(variant)
         except Exception as e:  # noqa: BLE001 - reported, then next prefix

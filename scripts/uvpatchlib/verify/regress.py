@@ -110,24 +110,8 @@ def run_regress(manifest, patched, base, runner, tally):
             results[name] = {"patched": status, "patched_notes": notes,
                              "base": base_status, "base_why": base_why,
                              "base_notes": base_notes}
-            if name in proofs:
-                patch, native_only = proofs[name]
-                label = "%s proof %s (%s)" % (target, name, patch)
-                if native_only and runner.under_wine:
-                    tally.result("SKIP", label, "under Wine the base "
-                                 "already behaves; the proof runs on real "
-                                 "Windows (.github/workflows/uvpatch.yml)")
-                elif base_status == "FAIL":
-                    tally.result("PASS", label, "fails on the unpatched "
-                                 "base: " + base_why)
-                else:
-                    tally.result("FAIL", label, "the unpatched base gives "
-                                 "%s, so the test cannot show the defect"
-                                 % base_status)
-            else:
-                tally.info("base: %s %s%s" % (base_status.lower(), name,
-                                              ": " + base_why if base_why
-                                              else ""))
+            judge_base(tally, runner, target, name, proofs, base_status,
+                       base_why)
     if base is None:
         console.note("proofs are judged by the Release run, not under %s"
                      % patched.config)
@@ -139,6 +123,27 @@ def run_regress(manifest, patched, base, runner, tally):
             continue  # Proof cases are judged by the other configs.
         tally.result("FAIL", "%s proof %s" % (target, name),
                      "deps.json names a case that does not exist")
+
+
+def judge_base(tally, runner, target, name, proofs, base_status, base_why):
+    """A proof case's line: PASS only when the base fails it; any other
+    case's base result is an information line."""
+    if name in proofs:
+        patch, native_only = proofs[name]
+        label = "%s proof %s (%s)" % (target, name, patch)
+        if native_only and runner.under_wine:
+            tally.result("SKIP", label, "under Wine the base already "
+                         "behaves; the proof runs on real Windows "
+                         "(.github/workflows/uvpatch.yml)")
+        elif base_status == "FAIL":
+            tally.result("PASS", label, "fails on the unpatched base: "
+                         + base_why)
+        else:
+            tally.result("FAIL", label, "the unpatched base gives %s, so "
+                         "the test cannot show the defect" % base_status)
+    else:
+        tally.info("base: %s %s%s" % (base_status.lower(), name,
+                                      ": " + base_why if base_why else ""))
 
 
 def results_path(out, target, config):

@@ -8,6 +8,7 @@ benchmark, the consumers suite and upstream --check.
 
 import os
 import platform
+import shlex
 import shutil
 import signal
 import subprocess
@@ -128,6 +129,15 @@ class Runner:
     def command(self, exe, args):
         return self.prefix + ([self.wine] if self.wine else []) + [exe] + \
             list(args)
+
+    def shown(self, exe, args, env=None):
+        """The command line that run() runs, as a shell would take it:
+        the variables it sets beyond ours first (Wine's among them)."""
+        run_env = dict(self.env, **(env or {}))
+        extra = ["%s=%s" % (k, shlex.quote(v))
+                 for k, v in sorted(run_env.items())
+                 if os.environ.get(k) != v]
+        return " ".join(extra + [shlex.join(self.command(exe, args))])
 
     def may_run(self, test):
         """None, or why a libuv test must not run here."""

@@ -12,12 +12,13 @@ import sys
 import tempfile
 
 from .. import console
-from ..errors import UvPatchError, EXIT_FAILURE, EXIT_FETCH
+from ..errors import UvPatchError, EXIT_FAILURE, EXIT_FETCH, EXIT_USAGE
 from ..fsutil import Lock
 from ..series.check import check
 from ..build.cmake import build_variant, host_target, mingw_cannot_build
 from .libuvsuite import Later, run_libuv
 from .regress import run_memcheck, run_regress
+from .single import parse_only, run_only
 from .runner import (TIMING_REPORT, Runner, Tally, _report_lines,
                      windows_unavailable)
 
@@ -75,7 +76,8 @@ def targets_to_test(requested, config="Release"):
 
 
 def test(manifests, out_root, suite="regression", target=None,
-         config="Release", source=None, consumers=None, extras=()):
+         config="Release", source=None, consumers=None, extras=(),
+         only=None):
     """Tests each base of ``manifests`` (Manifest objects, the first one
     in full) in its folder of ``out_root``. Other bases, when tested
     beside it, run their regression programs, check and libuv's
@@ -85,10 +87,21 @@ def test(manifests, out_root, suite="regression", target=None,
     The suites built on this runner come from the caller, so it imports
     none of them: ``consumers(manifest, out, tally, source, full)`` is
     --suite consumers, and each of ``extras(manifest, out, tally,
-    source)`` runs after the full Release run of the default base."""
+    source)`` runs after the full Release run of the default base.
+
+    ``only`` ("PROGRAM" or "PROGRAM/CASE") runs that regression program
+    or case alone, patched and on the base, on every target, with the
+    commands it ran (single.py); nothing else runs."""
     tally = Tally()
+    if only is not None:
+        if suite != "regression":
+            raise UvPatchError("--case runs regression cases only, not "
+                               "--suite %s" % suite,
+                               hint="drop --suite or --case",
+                               status=EXIT_USAGE)
+        only = parse_only(manifests[0].root, only)
     # The tool's own tests do not depend on how libuv is built.
-    if suite in ("regression", "all") and config == "Release":
+    elif suite in ("regression", "all") and config == "Release":
         run_tool_tests(manifests[0].root, tally)
     for k, manifest in enumerate(manifests):
         tally.prefix = ""
@@ -102,6 +115,10 @@ def test(manifests, out_root, suite="regression", target=None,
         with Lock(out, "test"):
             if suite == "consumers":
                 consumers(manifest, out, tally, source=source, full=k == 0)
+                continue
+            if only is not None:
+                test_only(manifest, out, tally, only, target=target,
+                          config=config, source=source)
                 continue
             test_base(manifest, out, tally, suite=suite, target=target,
                       config=config, source=source, full=k == 0,
@@ -135,6 +152,26 @@ def _unreachable(manifest, source):
 
 
 SANITIZERS = ("asan", "ubsan", "tsan")
+
+
+def test_only(manifest, out, tally, only, target=None, config="Release",
+              source=None):
+    """One program or case (``only``: (program, case or None)), patched
+    and on the base, on each target."""
+    targets, skipped = targets_to_test(target, config)
+    for name, why in skipped:
+        tally.result("SKIP", name, why)
+    for tgt in targets:
+        runner = Runner(tgt)
+        if config in SANITIZERS:
+            runner.env.update(TIMING_REPORT)
+        patched = build_variant(manifest, out, tgt, True, config, source)
+        base = build_variant(manifest, out, tgt, False, config, source)
+        runner.start()
+        try:
+            run_only(manifest, patched, base, runner, tally, *only)
+        finally:
+            runner.stop()
 
 
 def test_base(manifest, out, tally, suite="regression", target=None,

@@ -82,8 +82,8 @@ int case_one_report_ipv6(void) {
 int case_open_ex_recverr(void) {
 #ifndef __linux__
   SKIP(LINUX_ONLY);
-#elif UV_VERSION_HEX < 0x013400
-  SKIP("uv_udp_open_ex() came in libuv 1.52.0");
+#elif !defined(UVPATCH_IN_SERIES_UNIX_UDP_ACCEPT_UV_UDP_LINUX_RECVERR_IN_OPEN_EX)
+  SKIP_WITHOUT_PATCH("unix-udp-accept-UV_UDP_LINUX_RECVERR-in-open_ex");
 #else
   struct sockaddr_storage dst;
   struct sockaddr_in sin;

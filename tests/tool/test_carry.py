@@ -1,0 +1,161 @@
+"""carry: a patch, or a change to it, from one series to another by
+three-way merge; the series it touched refreshed and checked; a conflict
+stops with the files and what to run."""
+
+import os
+
+from fixture import World, git, UPSTREAM_FILES
+
+CORE = UPSTREAM_FILES["src/core.c"]
+
+
+def message(subject, body="It broke.\n\nFix it."):
+    return ("%s\n\n%s\n\nUpstream-Status: Pending\nForwarded: no\n"
+            "Last-Update: 2026-12-03\nSigned-off-by: Test <test@invalid>\n"
+            % (subject, body))
+
+
+PROOF = [{"target": "linux", "cases": ["core/fails_before"]}]
+
+
+class CarryWorld(World):
+    def setUp(self):
+        super().setUp()
+        self.add_program("core", ["fails_before"])
+
+    def own_patch(self, value="50"):
+        self.make_patch(1, "core-set-line5", {"src/core.c": CORE.replace(
+            "int line5 = 5;", "int line5 = %s;" % value)},
+            subject=message("core: set line5"))
+        self.deps["series"][0].update(proof=PROOF, tests=["core"],
+                                      summary="line5 is fifty")
+        self.save_deps()
+
+    def second_base(self, upstream_core, patch_edits, subject):
+        data = self.add_base("v0.0.2", {"src/core.c": upstream_core},
+                             patch_edits, subject=subject, purpose="tests")
+        data["series"][0]["proof"] = PROOF
+        self.save_deps()
+
+    def patch_text(self, base, number):
+        entry = self.base_now(base)["series"][number - 1]
+        with open(os.path.join(self.root, "patches", base, entry["file"]),
+                  encoding="utf-8") as f:
+            return entry, f.read()
+
+
+class CarryNewPatchTest(CarryWorld):
+    def test_a_new_patch_reaches_the_other_series(self):
+        self.own_patch()
+        # Upstream moved on elsewhere in the same file: a three-way merge
+        # takes both.
+        self.second_base(CORE.replace("int line30 = 30;",
+                                      "int line30 = 31;"),
+                         {"src/timer.c": "int timer_a = 2;\n"},
+                         message("timer: set timer_a"))
+        res = self.tool("carry", "--patch", "1")
+        self.assertOk(res)
+        self.assertIn("PASS carry 0001-core-set-line5.patch to v0.0.2: a new "
+                      "patch on its series", res.stdout)
+        entry, text = self.patch_text("v0.0.2", 2)
+        self.assertEqual(entry["file"], "0002-core-set-line5.patch")
+        self.assertEqual(entry["proof"], PROOF)
+        self.assertEqual(entry["summary"], "line5 is fifty")
+        self.assertIn("+int line5 = 50;", text)
+        # check ran on the series it touched, and passed it.
+        self.assertIn("PASS check 0002-core-set-line5.patch", res.stdout)
+        src = os.path.join(self.out, "v0.0.2", "src", "src", "core.c")
+        with open(src) as f:
+            core = f.read()
+        self.assertIn("int line5 = 50;", core)
+        self.assertIn("int line30 = 31;", core)
+
+    def test_a_conflict_stops_with_the_files(self):
+        self.own_patch()
+        self.second_base(CORE.replace("int line5 = 5;", "int line5 = 7;"),
+                         {"src/timer.c": "int timer_a = 2;\n"},
+                         message("timer: set timer_a"))
+        res = self.tool("carry", "--patch", "0001-core-set-line5.patch")
+        self.assertFails(res, "carrying 0001-core-set-line5.patch to "
+                         "v0.0.2: conflict in src/core.c",
+                         "cherry-pick --continue",
+                         "scripts/uvpatch refresh --base v0.0.2",
+                         "apply --base v0.0.2 --discard")
+        self.assertEqual(res.returncode, 6)
+        # patches/ is as it was.
+        self.assertEqual(len(self.base_now("v0.0.2")["series"]), 1)
+
+    def test_a_change_the_series_has_is_refused_cleanly(self):
+        self.own_patch()
+        drift = CORE.replace("int line30 = 30;", "int line30 = 31;")
+        self.second_base(drift, {"src/core.c": drift.replace(
+            "int line5 = 5;", "int line5 = 50;")},
+            message("core: make line5 fifty"))
+        res = self.tool("carry", "--patch", "1")
+        self.assertFails(res, "carrying 0001-core-set-line5.patch to "
+                         "v0.0.2: git cherry-pick failed",
+                         "nothing to carry")
+        src = os.path.join(self.out, "v0.0.2", "src")
+        self.assertEqual(git(["status", "--porcelain"], src).stdout, "")
+        self.assertFalse(os.path.exists(os.path.join(
+            src, ".git", "CHERRY_PICK_HEAD")))
+
+    def test_unknown_patch(self):
+        self.own_patch()
+        res = self.tool("carry", "--patch", "7")
+        self.assertFails(res, "--patch 7: no such patch in series v0.0.1",
+                         "0001-core-set-line5.patch")
+
+
+class CarryChangeTest(CarryWorld):
+    """Both series have the patch; one changes it."""
+
+    def setUp(self):
+        super().setUp()
+        self.own_patch()
+        self.second_base(CORE.replace("int line30 = 30;",
+                                      "int line30 = 31;"),
+                         {"src/core.c": CORE.replace(
+                             "int line30 = 30;", "int line30 = 31;").replace(
+                             "int line5 = 5;", "int line5 = 50;")},
+                         message("core: set line5",
+                                 "It broke on this base too.\n\nFix it."))
+        # The checkout's git holds the series as they are.
+        git(["init", "-q", "-b", "main"], self.root)
+        git(["add", "-A"], self.root)
+        git(["commit", "-q", "-m", "the series"], self.root)
+        self.assertOk(self.tool("apply"))
+        self.src = os.path.join(self.work, "src")
+
+    def change(self, value, body):
+        with open(os.path.join(self.src, "src", "core.c")) as f:
+            text = f.read()
+        with open(os.path.join(self.src, "src", "core.c"), "w") as f:
+            f.write(text.replace("int line5 = 50;", "int line5 = %s;"
+                                 % value))
+        git(["commit", "-q", "-a", "--amend", "-m",
+             message("core: set line5", body)], self.src)
+        self.assertOk(self.tool("refresh"))
+
+    def test_the_change_is_merged_into_the_other_copy(self):
+        self.change("55", "It broke.\n\nFix it.\n\nSee the report.")
+        res = self.tool("carry", "--patch", "1")
+        self.assertOk(res)
+        self.assertIn("PASS carry 0001-core-set-line5.patch to v0.0.2: the "
+                      "change merged into 0001-core-set-line5.patch, the "
+                      "message change merged", res.stdout)
+        entry, text = self.patch_text("v0.0.2", 1)
+        self.assertEqual(len(self.base_now("v0.0.2")["series"]), 1)
+        self.assertIn("+int line5 = 55;", text)
+        # The other base's own words stay; the added line comes in.
+        self.assertIn("It broke on this base too.", text)
+        self.assertIn("See the report.", text)
+        self.assertIn("PASS check 0001-core-set-line5.patch", res.stdout)
+
+    def test_unchanged_patch_is_skipped(self):
+        res = self.tool("carry", "--patch", "1")
+        self.assertOk(res)
+        self.assertIn("SKIP carry 0001-core-set-line5.patch to v0.0.2: it "
+                      "has 0001-core-set-line5.patch, and "
+                      "0001-core-set-line5.patch has no change since HEAD",
+                      res.stdout)
