@@ -9,7 +9,6 @@
 static const test_case cases[] = {
   { "one_report_ipv4", case_one_report_ipv4 },
   { "one_report_ipv6", case_one_report_ipv6 },
-  { "open_ex_recverr", case_open_ex_recverr },
   { "negative_nread", case_negative_nread },
   { "alloc_cb_buffer", case_alloc_cb_buffer },
   { "one_report_no_spin", case_one_report_no_spin },

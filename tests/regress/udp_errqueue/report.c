@@ -76,56 +76,6 @@ int case_one_report_ipv6(void) {
 #endif
 }
 
-/* uv_udp_open_ex() with UV_UDP_LINUX_RECVERR, of a socket that its owner
- * bound: IP_RECVERR is set, and one ICMP error is one report.
- */
-int case_open_ex_recverr(void) {
-#ifndef __linux__
-  SKIP(LINUX_ONLY);
-#elif UV_VERSION_HEX < 0x013400
-  SKIP("uv_udp_open_ex() came in libuv 1.52.0");
-#else
-  struct sockaddr_storage dst;
-  struct sockaddr_in sin;
-  socklen_t len;
-  int value;
-  int fd;
-  int r;
-
-  private_netns_once();
-  memset(&ctx, 0, sizeof(ctx));
-  CHECK_UV(uv_loop_init(&ctx.loop));
-  fd = socket(AF_INET, SOCK_DGRAM, 0);
-  CHECK_GE(fd, 0);
-  memset(&sin, 0, sizeof(sin));
-  sin.sin_family = AF_INET;
-  sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  CHECK_EQ(bind(fd, (struct sockaddr*) &sin, sizeof(sin)), 0);
-  CHECK_UV(uv_udp_init(&ctx.loop, &ctx.udp));
-  r = uv_udp_open_ex(&ctx.udp, fd, UV_UDP_LINUX_RECVERR);
-  if (r != 0)
-    FAIL("uv_udp_open_ex(UV_UDP_LINUX_RECVERR): %s", uv_strerror(r));
-  value = 0;
-  len = sizeof(value);
-  CHECK_EQ(getsockopt(fd, IPPROTO_IP, IP_RECVERR, &value, &len), 0);
-  CHECK_EQ(value, 1);
-  CHECK_UV(setup_timers());
-  CHECK_UV(recv_start());
-  CHECK_EQ(closed_port(AF_INET, &dst), 0);
-  CHECK_EQ(send_for_report(fd, &dst), 0);
-  r = run_and_close();
-  note("open_ex_recverr");
-  if (r != 0)
-    FAIL("uv_loop_close: %s", uv_strerror(r));
-  CHECK_GOT_REPORT();
-  if (ctx.reports != 1 || ctx.plain_errors != 0)
-    FAIL("one ICMP error gave %ld reports and %ld plain errors (first %s)",
-         ctx.reports, ctx.plain_errors,
-         ctx.plain_errors ? uv_err_name((int) ctx.plain_err) : "-");
-  return CASE_OK;
-#endif
-}
-
 int case_negative_nread(void) {
 #ifndef __linux__
   SKIP(LINUX_ONLY);

@@ -156,7 +156,6 @@ int run_one_report(int family, const char* name);
 /* The cases, in the files of their behaviour (above). */
 int case_one_report_ipv4(void);
 int case_one_report_ipv6(void);
-int case_open_ex_recverr(void);
 int case_negative_nread(void);
 int case_alloc_cb_buffer(void);
 int case_one_report_no_spin(void);
