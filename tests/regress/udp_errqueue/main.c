@@ -22,7 +22,10 @@ static const test_case cases[] = {
     case_errqueue_reads_without_flag_mmsg },
   { "data_and_reports", case_data_and_reports },
   { "data_and_reports_mmsg", case_data_and_reports_mmsg },
-  { "close_on_first_report", case_close_on_first_report },
+  { "close_on_first_error", case_close_on_first_error },
+#define CASE_ENTRY(name, fn, arg, mmsg) { #name, case_##name },
+  READ_ON_CASES(CASE_ENTRY)
+  TIMESTAMP_CASES(CASE_ENTRY)
   { NULL, NULL }
 };
 

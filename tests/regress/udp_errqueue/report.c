@@ -31,11 +31,15 @@ static int case_one_report(int family, const char* name) {
     return CASE_FAIL;
 
   CHECK_GOT_REPORT();
-  if (ctx.reports != 1 || ctx.plain_errors != 0)
+  /* As on upstream, the socket error of the ICMP error may come too, once,
+   * as a plain read error.
+   */
+  if (ctx.reports != 1 || ctx.plain_errors > 1 || ctx.plain_other != 0)
     FAIL("one ICMP error gave %ld reports and %ld plain errors (first %s)",
          ctx.reports, ctx.plain_errors,
          ctx.plain_errors ? uv_err_name((int) ctx.plain_err) : "-");
-  CHECK_EQ(ctx.report_nread, UV_ECONNREFUSED);
+  if (!is_refused(ctx.report_nread))
+    FAIL("report nread %ld, not ECONNREFUSED", (long) ctx.report_nread);
   CHECK(ctx.report_has_addr);
   CHECK_EQ(ctx.report_addr.ss_family, family);
   /* The offender of a port unreachable on loopback is the loopback address
