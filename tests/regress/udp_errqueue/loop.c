@@ -266,6 +266,8 @@ int setup_ex(int family, unsigned bind_flags, unsigned init_flags) {
   private_netns_once();
   memset(&ctx, 0, sizeof(ctx));
   memset(&ss, 0, sizeof(ss));
+  /* From here: a case may run loop iterations before run_and_close(). */
+  errqueue_reads = 0;
   if (family == AF_INET6)
     r = uv_ip6_addr("::1", 0, (struct sockaddr_in6*) &ss);
   else
@@ -291,7 +293,6 @@ int setup(int family, unsigned bind_flags) {
  * Returns what uv_loop_close() returned.
  */
 int run_and_close(void) {
-  errqueue_reads = 0;
   uv_timer_start(&ctx.timer, on_timer, RUN_MS, 0);
   uv_run(&ctx.loop, UV_RUN_DEFAULT);
   /* The iterations of the end's waits are the machine's, not libuv's. */
