@@ -9,7 +9,6 @@
 static const test_case cases[] = {
   { "one_report_ipv4", case_one_report_ipv4 },
   { "one_report_ipv6", case_one_report_ipv6 },
-  { "open_ex_recverr", case_open_ex_recverr },
   { "negative_nread", case_negative_nread },
   { "alloc_cb_buffer", case_alloc_cb_buffer },
   { "one_report_no_spin", case_one_report_no_spin },
@@ -23,7 +22,10 @@ static const test_case cases[] = {
     case_errqueue_reads_without_flag_mmsg },
   { "data_and_reports", case_data_and_reports },
   { "data_and_reports_mmsg", case_data_and_reports_mmsg },
-  { "close_on_first_report", case_close_on_first_report },
+  { "close_on_first_error", case_close_on_first_error },
+#define CASE_ENTRY(name, fn, arg, mmsg) { #name, case_##name },
+  READ_ON_CASES(CASE_ENTRY)
+  TIMESTAMP_CASES(CASE_ENTRY)
   { NULL, NULL }
 };
 

@@ -31,11 +31,15 @@ static int case_one_report(int family, const char* name) {
     return CASE_FAIL;
 
   CHECK_GOT_REPORT();
-  if (ctx.reports != 1 || ctx.plain_errors != 0)
+  /* As on upstream, the socket error of the ICMP error may come too, once,
+   * as a plain read error.
+   */
+  if (ctx.reports != 1 || ctx.plain_errors > 1 || ctx.plain_other != 0)
     FAIL("one ICMP error gave %ld reports and %ld plain errors (first %s)",
          ctx.reports, ctx.plain_errors,
          ctx.plain_errors ? uv_err_name((int) ctx.plain_err) : "-");
-  CHECK_EQ(ctx.report_nread, UV_ECONNREFUSED);
+  if (!is_refused(ctx.report_nread))
+    FAIL("report nread %ld, not ECONNREFUSED", (long) ctx.report_nread);
   CHECK(ctx.report_has_addr);
   CHECK_EQ(ctx.report_addr.ss_family, family);
   /* The offender of a port unreachable on loopback is the loopback address
@@ -73,56 +77,6 @@ int case_one_report_ipv6(void) {
   SKIP(LINUX_ONLY);
 #else
   return case_one_report(AF_INET6, "one_report_ipv6");
-#endif
-}
-
-/* uv_udp_open_ex() with UV_UDP_LINUX_RECVERR, of a socket that its owner
- * bound: IP_RECVERR is set, and one ICMP error is one report.
- */
-int case_open_ex_recverr(void) {
-#ifndef __linux__
-  SKIP(LINUX_ONLY);
-#elif !defined(UVPATCH_IN_SERIES_UNIX_UDP_ACCEPT_UV_UDP_LINUX_RECVERR_IN_OPEN_EX)
-  SKIP_WITHOUT_PATCH("unix-udp-accept-UV_UDP_LINUX_RECVERR-in-open_ex");
-#else
-  struct sockaddr_storage dst;
-  struct sockaddr_in sin;
-  socklen_t len;
-  int value;
-  int fd;
-  int r;
-
-  private_netns_once();
-  memset(&ctx, 0, sizeof(ctx));
-  CHECK_UV(uv_loop_init(&ctx.loop));
-  fd = socket(AF_INET, SOCK_DGRAM, 0);
-  CHECK_GE(fd, 0);
-  memset(&sin, 0, sizeof(sin));
-  sin.sin_family = AF_INET;
-  sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  CHECK_EQ(bind(fd, (struct sockaddr*) &sin, sizeof(sin)), 0);
-  CHECK_UV(uv_udp_init(&ctx.loop, &ctx.udp));
-  r = uv_udp_open_ex(&ctx.udp, fd, UV_UDP_LINUX_RECVERR);
-  if (r != 0)
-    FAIL("uv_udp_open_ex(UV_UDP_LINUX_RECVERR): %s", uv_strerror(r));
-  value = 0;
-  len = sizeof(value);
-  CHECK_EQ(getsockopt(fd, IPPROTO_IP, IP_RECVERR, &value, &len), 0);
-  CHECK_EQ(value, 1);
-  CHECK_UV(setup_timers());
-  CHECK_UV(recv_start());
-  CHECK_EQ(closed_port(AF_INET, &dst), 0);
-  CHECK_EQ(send_for_report(fd, &dst), 0);
-  r = run_and_close();
-  note("open_ex_recverr");
-  if (r != 0)
-    FAIL("uv_loop_close: %s", uv_strerror(r));
-  CHECK_GOT_REPORT();
-  if (ctx.reports != 1 || ctx.plain_errors != 0)
-    FAIL("one ICMP error gave %ld reports and %ld plain errors (first %s)",
-         ctx.reports, ctx.plain_errors,
-         ctx.plain_errors ? uv_err_name((int) ctx.plain_err) : "-");
-  return CASE_OK;
 #endif
 }
 

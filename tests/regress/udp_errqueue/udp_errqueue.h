@@ -10,26 +10,34 @@
  *
  *   - nread is negative (upstream negates an unsigned ee_errno: nread
  *     4294967185 on a 64-bit machine);
- *   - each report reaches recv_cb once, with no duplicate plain
- *     ECONNREFUSED for the same ICMP message, reports and datagrams
- *     together at most 32 per readable event, and one pending report does
- *     not make the loop spin (v1.50.0, which never reads the queue, spins);
+ *   - each report reaches recv_cb once, at most 32 per readable event,
+ *     after the datagrams (at most 32 per event, on their own budget), and
+ *     one pending report does not make the loop spin (v1.50.0, which never
+ *     reads the queue, spins). As on upstream, an ICMP error may also come
+ *     once as a plain ECONNREFUSED read error: never more plain errors
+ *     than ICMP errors;
+ *   - a read error that an ICMP error set does not hide the datagrams
+ *     queued behind it: they come in the same loop iteration (read_on.c);
  *   - a handle that is not receiving (send only, or stopped) calls no
  *     callback and its sends complete (upstream calls a NULL alloc_cb);
  *     its reports stay queued on the socket;
  *   - a handle without UV_UDP_LINUX_RECVERR never reads the error queue.
  *
  * Every case bounds its loop with a one second uv timer, so a spinning
- * (unpatched) loop also ends and reports what it did. Each case runs in a
- * private network namespace when it can (root, or unprivileged user
- * namespaces), so that other traffic does not eat into the ICMP rate
+ * (unpatched) loop also ends and reports what it did; while the socket
+ * still holds what the case queued, the end waits for libuv to read it
+ * (settle.h), so a loaded machine does not change the counts. Each case
+ * runs in a private network namespace when it can (root, or unprivileged
+ * user namespaces), so that other traffic does not eat into the ICMP rate
  * limit. Only loopback addresses (127.0.0.0/8 and ::1) are sent to. Linux
  * only: elsewhere every case is skipped.
  *
  * The files: loop.c, the loop every case runs and what it counts;
  * report.c, one report; burst.c, several; send_only.c, a handle that
  * does not receive; without_flag.c, one without UV_UDP_LINUX_RECVERR;
- * data.c, reports and datagrams together; main.c, the table of cases.
+ * data.c, reports and datagrams together; read_on.c, datagrams behind
+ * an ICMP error; timestamps.c, TX timestamps beside datagrams; main.c,
+ * the table of cases.
  */
 
 #ifndef UDP_ERRQUEUE_H_
@@ -60,6 +68,7 @@
 #include "loopback.h"
 #include "netns.h"
 #include "sends.h"
+#include "settle.h"
 
 /* The drain budget of the patch: reports handed over per event. */
 #define REPORT_BUDGET 32
@@ -103,8 +112,9 @@ typedef struct {
   long report_allocs;  /* alloc_cb calls before it. */
   int report_buf_null;
   int report_buf_in_alloc;  /* In the buffer alloc_cb gave last. */
-  /* The first plain (flagless) error. */
+  /* The first plain (flagless) error; those not ECONNREFUSED. */
   long plain_err;
+  long plain_other;
   /* Per-iteration counts, for iterations that handed anything over. */
   long data_this_iter;
   long reports_this_iter;
@@ -136,12 +146,19 @@ typedef struct {
   long errqueue_reads;
   /* Reports still queued when the timer fired. */
   long left_queued;
+  /* recv_start() ran; the end's waits for what is still queued. */
+  int receiving;
+  long waits;
+  /* Positive nread of another size than the cases' datagrams. */
+  long unflagged;
+  long unflagged_nread;
 } ctx_t;
 
 /* loop.c: the case's state, its callbacks, and the run. */
 extern ctx_t ctx;
 
 int recv_start(void);
+int is_refused(ssize_t nread);
 void format_list(char* out, size_t size, const long* v, int n);
 void note(const char* name);
 int setup_timers(void);
@@ -150,13 +167,47 @@ int setup(int family, unsigned bind_flags);
 int run_and_close(void);
 int start_paced_sends(int connected);
 int run_one_report(int family, const char* name);
+/* read_on.c: a peer's socket, its datagrams, and waiting for the kernel. */
+int bound_socket(int family, struct sockaddr_storage* ss);
+int send_numbered(int fd, unsigned first, int n);
+int wait_for(int fd, short events);
 
 #endif  /* __linux__ */
+
+/* The cases of read_on.c: name, body, family, recvmmsg. */
+#define READ_ON_CASES(X)                                                      \
+  X(icmp_each_iteration_v4_msg, icmp_each_iteration, AF_INET, 0)             \
+  X(icmp_each_iteration_v4_mmsg, icmp_each_iteration, AF_INET, 1)            \
+  X(icmp_each_iteration_v6_msg, icmp_each_iteration, AF_INET6, 0)            \
+  X(icmp_each_iteration_v6_mmsg, icmp_each_iteration, AF_INET6, 1)           \
+  X(refused_before_data_v4_msg, refused_before_data, AF_INET, 0)             \
+  X(refused_before_data_v4_mmsg, refused_before_data, AF_INET, 1)            \
+  X(refused_before_data_v6_msg, refused_before_data, AF_INET6, 0)            \
+  X(refused_before_data_v6_mmsg, refused_before_data, AF_INET6, 1)
+
+/* The cases of timestamps.c: name, body, family or datagrams, recvmmsg. */
+#define TIMESTAMP_CASES(X)                                                    \
+  X(timestamps_17_msg, echo_with_timestamps, 17, 0)                           \
+  X(timestamps_17_mmsg, echo_with_timestamps, 17, 1)                          \
+  X(timestamps_20_msg, echo_with_timestamps, 20, 0)                           \
+  X(timestamps_20_mmsg, echo_with_timestamps, 20, 1)                          \
+  X(timestamps_24_msg, echo_with_timestamps, 24, 0)                           \
+  X(timestamps_24_mmsg, echo_with_timestamps, 24, 1)                          \
+  X(refused_behind_timestamps_v4_msg, refused_behind_timestamps, AF_INET, 0) \
+  X(refused_behind_timestamps_v4_mmsg, refused_behind_timestamps, AF_INET,   \
+    1)                                                                        \
+  X(refused_behind_timestamps_v6_msg, refused_behind_timestamps, AF_INET6,   \
+    0)                                                                        \
+  X(refused_behind_timestamps_v6_mmsg, refused_behind_timestamps, AF_INET6,  \
+    1)
+
+#define DECLARE_CASE(name, fn, arg, mmsg) int case_##name(void);
+READ_ON_CASES(DECLARE_CASE)
+TIMESTAMP_CASES(DECLARE_CASE)
 
 /* The cases, in the files of their behaviour (above). */
 int case_one_report_ipv4(void);
 int case_one_report_ipv6(void);
-int case_open_ex_recverr(void);
 int case_negative_nread(void);
 int case_alloc_cb_buffer(void);
 int case_one_report_no_spin(void);
@@ -169,6 +220,6 @@ int case_errqueue_reads_without_flag(void);
 int case_errqueue_reads_without_flag_mmsg(void);
 int case_data_and_reports(void);
 int case_data_and_reports_mmsg(void);
-int case_close_on_first_report(void);
+int case_close_on_first_error(void);
 
 #endif  /* UDP_ERRQUEUE_H_ */

@@ -17,6 +17,7 @@ int backlog_case(int kind) {
                                      SOF_TIMESTAMPING_SOFTWARE |
                                      SOF_TIMESTAMPING_OPT_ID };
   uint64_t median;
+  uint64_t lag;
   pid_t pid;
   int r;
 
@@ -35,20 +36,31 @@ int backlog_case(int kind) {
   P.probe->stop = 1;
   sort_u64(P.lat, (size_t) P.nlat);
   median = quantile_u64(P.lat, (size_t) P.nlat, 0.5);
+  sort_u64(P.lag, (size_t) P.nlat);
+  lag = quantile_u64(P.lag, (size_t) P.nlat, 0.5);
   FIGURE(", \"probes\": %ld, \"reports_while_draining\": %ld, "
-         "\"latency_median_us\": %.1f, \"latency_max_us\": %.1f}\n",
+         "\"latency_median_us\": %.1f, \"latency_max_us\": %.1f, "
+         "\"lag_median\": %lu, \"lag_max\": %lu}\n",
          P.probe->sent, P.in_drain, median / 1e3,
-         quantile_u64(P.lat, (size_t) P.nlat, 1.0) / 1e3);
+         quantile_u64(P.lat, (size_t) P.nlat, 1.0) / 1e3,
+         (unsigned long) lag,
+         (unsigned long) quantile_u64(P.lag, (size_t) P.nlat, 1.0));
   CHECK(reap(pid, 1000) && r == 0 && P.faults == 0);
   CHECK_TIMING(P.datagrams == BACKLOG, "%ld of %d datagrams in %d ms",
                P.datagrams, BACKLOG, SAFETY_MS);
   CHECK_GT(P.in_drain, 0);
-  /* Twin read errors of reports: as few as udp_hostile allows. */
-  if (kind == 2 && P.plain > 10 + P.reports / 200)
-    FAIL("%ld plain errors beside %ld reports", P.plain, P.reports);
-  CHECK_TIMING(median <= (uint64_t) MEDIAN_MS * 1000000,
-               "median latency of a report %.2f ms, bound %d ms",
-               median / 1e6, MEDIAN_MS);
+  /* With IP_RECVERR, an ICMP error may also come once as a plain
+   * ECONNREFUSED, as on upstream: never more of them than ICMP errors. A
+   * timestamp sets no socket error.
+   */
+  if (P.plain > (kind == 1 ? 0 : P.icmp) ||
+      (P.plain > 0 && P.first_plain != UV_ECONNREFUSED))
+    FAIL("%ld plain errors (first %s) beside %ld reports, for %ld ICMP "
+         "errors", P.plain, P.plain ? uv_err_name((int) P.first_plain) : "-",
+         P.reports, kind == 1 ? 0 : P.icmp);
+  if (lag > MEDIAN_LAG)
+    FAIL("median lag of a report %lu datagrams, bound %d (latency %.2f ms)",
+         (unsigned long) lag, MEDIAN_LAG, median / 1e6);
   return CASE_OK;
 #endif
 }

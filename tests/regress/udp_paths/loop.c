@@ -111,8 +111,11 @@ static void on_report(const char* p) {
       seq = (long) get_seq(p + i + 4);
   if (P.backlog) {
     P.in_drain += !P.drained;
-    if (seq >= 0 && seq < P.probe->sent && P.nlat < MAX_PROBES)
+    if (seq >= 0 && seq < P.probe->sent && P.nlat < MAX_PROBES) {
+      P.lag[P.nlat] = (uint64_t) (P.probe->delivered -
+                                  P.probe->sent_at[seq]);
       P.lat[P.nlat++] = uv_hrtime() - P.probe->sent_ns[seq];
+    }
   }
   if (seq >= 0 && seq < FLOOD) {
     P.dups += P.seen[seq];
@@ -126,6 +129,8 @@ static void on_report(const char* p) {
 static void on_datagram(void) {
   uint64_t until;
 
+  if (P.probe != NULL)
+    P.probe->delivered++;
   until = uv_hrtime() + SPEND_NS;
   while (P.backlog && uv_hrtime() < until)
     ;
@@ -301,6 +306,7 @@ static void prober(void* arg) {
     if (send_numbered(p->fd, p->connected ? NULL : &p->dst, p->sent,
                       &p->sent_ns[p->sent]) != 0)
       _exit(1);
+    p->sent_at[p->sent] = p->delivered;
     p->sent++;
     usleep(p->period_ms * 1000);
   }
