@@ -1,0 +1,206 @@
+"""`deb`: Debian's source package of the default base with our series in
+debian/patches (after Debian's), a changelog entry naming each patch,
+built with dpkg-buildpackage in a trixie chroot by an unprivileged user
+in a network namespace with only loopback, Debian's test suite running.
+Everything lands in out/<base>/deb/: the .dsc, the .debian.tar.*, the
+orig tarball as Debian publishes it, the .deb files, .buildinfo, .changes
+and build.log; deb.json records what made them.
+"""
+
+import glob
+import json
+import os
+import shutil
+import subprocess
+import time
+
+from .. import console, subproc
+from ..errors import UvPatchError, EXIT_USAGE
+from ..fsutil import remove_tree, sha256_file, write_atomic
+from ..source.debsrc import debian_source
+from . import chroot, quilt
+
+TREE = chroot.BUILD_HOME + "/src"
+OUTPUTS = ("*.dsc", "*.debian.tar.*", "*.orig.tar.*", "*.deb",
+           "*.buildinfo", "*.changes")
+
+
+def build_packages(manifest):
+    """The satisfy string for the build chroot: build-essential, fakeroot
+    and the source package's Build-Depends."""
+    src = debian_source(manifest)
+    return "build-essential, fakeroot, " + dsc_field(src.dsc,
+                                                     "Build-Depends")
+
+
+def dsc_field(path, name):
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    value, inside = [], False
+    for line in lines:
+        if line.startswith(name + ":"):
+            value.append(line.split(":", 1)[1].strip())
+            inside = True
+        elif inside and line.startswith(" "):
+            value.append(line.strip())
+        else:
+            inside = False
+    return " ".join(value)
+
+
+def identity():
+    """Who signs the changelog entry: DEBFULLNAME and DEBEMAIL, else git's
+    user.name and user.email, else the tool."""
+    name = os.environ.get("DEBFULLNAME")
+    mail = os.environ.get("DEBEMAIL")
+    for key, val in (("user.name", name), ("user.email", mail)):
+        if val:
+            continue
+        try:
+            got = subprocess.run(["git", "config", key], text=True,
+                                 stdout=subprocess.PIPE,
+                                 stderr=subprocess.DEVNULL).stdout.strip()
+        except OSError:
+            got = ""
+        if key == "user.name":
+            name = got
+        else:
+            mail = got
+    if not name or not mail:
+        name, mail = "uvpatch", "uvpatch@localhost"
+    return "%s <%s>" % (name, mail)
+
+
+def deb_dir(out):
+    return os.path.join(out, "deb")
+
+
+def stamp(manifest):
+    """What the packages are made of: the series and Debian's source."""
+    spec = manifest.source("debian")
+    return {"base": manifest.name, "debian": spec["version"],
+            "orig_sha256": spec["sha256"],
+            "series": [[e["file"], e["sha256"]] for e in manifest.series]}
+
+
+def current(manifest, out):
+    """deb.json of out/<base>/deb when it matches the series, else
+    None."""
+    try:
+        with open(os.path.join(deb_dir(out), "deb.json"),
+                  encoding="utf-8") as f:
+            info = json.load(f)
+    except (OSError, ValueError):
+        return None
+    want = stamp(manifest)
+    return info if all(info.get(k) == v for k, v in want.items()) else None
+
+
+def prepare(manifest, stage):
+    """Debian's source unpacked in ``stage``/src with our series staged
+    and the changelog entry on top; returns (tree, version, series)."""
+    src = debian_source(manifest)
+    remove_tree(stage)
+    os.makedirs(stage)
+    tree = os.path.join(stage, "src")
+    unpack = os.path.join(stage, "unpack")
+    os.makedirs(unpack)
+    subproc.run(["tar", "-xf", src.orig, "-C", unpack])
+    tops = os.listdir(unpack)
+    top = os.path.join(unpack, tops[0]) if len(tops) == 1 else unpack
+    os.rename(top, tree)
+    remove_tree(unpack)
+    if os.path.exists(os.path.join(tree, "debian")):
+        remove_tree(os.path.join(tree, "debian"))
+    subproc.run(["tar", "-xf", src.debian_tar, "-C", tree])
+    series = quilt.stage(tree, manifest)
+    count = quilt.check_apply(tree, series)
+    ours = sum(1 for s in series if s[2])
+    console.note("%d of Debian's patches and %d of ours apply with no fuzz"
+                 % (count - ours, ours))
+    version = quilt.changelog_entry(
+        os.path.join(tree, "debian", "changelog"), manifest, identity(),
+        chroot.SUITE)
+    return src, tree, version, series
+
+
+def check_can_build():
+    why = chroot.missing_tools()
+    if why:
+        raise UvPatchError(
+            "deb: " + why,
+            hint="run it as root (sudo scripts/uvpatch deb) on Debian or "
+                 "Ubuntu after `bash ci/install-debian.sh`, which installs "
+                 "debootstrap", status=EXIT_USAGE)
+
+
+def build(manifest, out, refresh_chroot=False, nocheck=False):
+    """Makes out/<base>/deb; returns (folder, deb.json)."""
+    if manifest.source("debian") is None:
+        raise UvPatchError(
+            "deb: base %s has no Debian source package" % manifest.name,
+            hint="use the default base (v1.50.0)", status=EXIT_USAGE)
+    check_can_build()
+    t0 = time.monotonic()
+    console.step("deb: Debian's %s %s with the series of %s"
+                 % (manifest.source("debian")["package"],
+                    manifest.source("debian")["version"], manifest.name))
+    chroots = chroot.Chroots()
+    if refresh_chroot:
+        chroots.refresh()
+    root = chroots.ensure("build", build_packages(manifest),
+                          build_user=True)
+    work = os.path.join(out, "deb-work")
+    src, tree, version, series = prepare(manifest, os.path.join(work,
+                                                                "stage"))
+    dest = deb_dir(out)
+    remove_tree(dest)
+    os.makedirs(dest)
+    log = os.path.join(dest, "build.log")
+    session = chroot.Session(root, os.path.join(work, "build"))
+    try:
+        session.home()
+        session.put(tree, TREE, owner=chroot.BUILD_UID)
+        session.put(src.orig, chroot.BUILD_HOME + "/" +
+                    os.path.basename(src.orig), owner=chroot.BUILD_UID)
+        t1 = time.monotonic()
+        console.step("deb: dpkg-buildpackage in the trixie chroot, as %s, "
+                     "loopback only%s (log: %s)"
+                     % (chroot.BUILD_USER, ", no tests" if nocheck else
+                        ", Debian's tests running", console.shown(log)))
+        dpkg_buildpackage(session, log, nocheck=nocheck,
+                          what="--build=source,any")
+        built = time.monotonic() - t1
+        for pattern in OUTPUTS:
+            for path in glob.glob(os.path.join(session.path(
+                    chroot.BUILD_HOME), pattern)):
+                shutil.copyfile(path, os.path.join(dest,
+                                                   os.path.basename(path)))
+    finally:
+        session.close()
+    orig = os.path.join(dest, os.path.basename(src.orig))
+    if sha256_file(orig) != manifest.source("debian")["sha256"]:
+        raise UvPatchError("the orig tarball in %s changed" % dest,
+                           hint="report this: dpkg-source must reuse it")
+    info = stamp(manifest)
+    info.update({"version": version, "tests": not nocheck,
+                 "build_seconds": round(built),
+                 "debian_patches": [n for n, _, ours in series if not ours],
+                 "patches": [n for n, _, ours in series if ours]})
+    write_atomic(os.path.join(dest, "deb.json"),
+                 json.dumps(info, indent=2) + "\n")
+    remove_tree(work)
+    for name in sorted(os.listdir(dest)):
+        print(os.path.join(dest, name))
+    console.note("deb: %s built in %d s (dpkg-buildpackage %d s)"
+                 % (version, time.monotonic() - t0, built))
+    return dest, info
+
+
+def dpkg_buildpackage(session, log, nocheck=False, what="-B"):
+    opts = ["parallel=%d" % (os.cpu_count() or 1)]
+    if nocheck:
+        opts.append("nocheck")
+    session.run(["dpkg-buildpackage", what, "-us", "-uc"],
+                user=True, isolated=True, cwd=TREE, log=log,
+                env={"DEB_BUILD_OPTIONS": " ".join(opts)})
