@@ -18,6 +18,7 @@ from .. import console, subproc
 from ..errors import UvPatchError, EXIT_USAGE
 from ..fsutil import remove_tree, sha256_file, write_atomic
 from ..source.debsrc import debian_source
+from ..source.extract import extract_tarball
 from . import chroot, quilt
 
 TREE = chroot.BUILD_HOME + "/src"
@@ -103,16 +104,18 @@ def prepare(manifest, stage):
     remove_tree(stage)
     os.makedirs(stage)
     tree = os.path.join(stage, "src")
+    # The tool's own extraction, which refuses links and odd names.
     unpack = os.path.join(stage, "unpack")
-    os.makedirs(unpack)
-    subproc.run(["tar", "-xf", src.orig, "-C", unpack])
+    extract_tarball(src.orig, unpack)
     tops = os.listdir(unpack)
     top = os.path.join(unpack, tops[0]) if len(tops) == 1 else unpack
     os.rename(top, tree)
     remove_tree(unpack)
     if os.path.exists(os.path.join(tree, "debian")):
         remove_tree(os.path.join(tree, "debian"))
-    subproc.run(["tar", "-xf", src.debian_tar, "-C", tree])
+    extract_tarball(src.debian_tar, unpack)
+    os.rename(os.path.join(unpack, "debian"), os.path.join(tree, "debian"))
+    remove_tree(unpack)
     series = quilt.stage(tree, manifest)
     count = quilt.check_apply(tree, series)
     ours = sum(1 for s in series if s[2])

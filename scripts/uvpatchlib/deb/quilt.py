@@ -55,7 +55,12 @@ def stage(tree, manifest):
     os.makedirs(os.path.join(patches, SUBDIR), exist_ok=True)
     for name, path in ours:
         shutil.copyfile(path, os.path.join(patches, name))
-    with open(os.path.join(patches, "series"), "a", encoding="utf-8") as f:
+    path = os.path.join(patches, "series")
+    with open(path, "a+", encoding="utf-8") as f:
+        f.seek(0)
+        old = f.read()
+        if old and not old.endswith("\n"):
+            f.write("\n")
         f.write("# uvpatch: the series of patches/%s/\n" % manifest.name)
         for name, _ in ours:
             f.write(name + "\n")
