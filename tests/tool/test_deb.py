@@ -183,8 +183,13 @@ class ParsersTest(unittest.TestCase):
                 "#MISSING: 1.50.0-1# (optional)uv__close@Base 1.11.0\n"
                 " (regex|optional)\"^uv__\" 1.0\n"
                 " uv_run@Base 1.0.0\n"
-                " (arch=linux-any)uv_udp_open@Base 1.7.0\n")
-        self.assertEqual(suite.symbols_file(text), {"uv_run", "uv_udp_open"})
+                " (arch=linux-any)uv_udp_open@Base 1.7.0\n"
+                " (arch=kfreebsd-any|optional)uv__kqueue_init@Base 1.22\n"
+                " (arch=!hurd-any|optional)uv_maybe@Base 1.1\n")
+        self.assertEqual(suite.symbols_file(text),
+                         ({"uv_run", "uv_udp_open"}, {"uv_maybe"}))
+        self.assertEqual(suite.symbols_file(text, "hurd"),
+                         ({"uv_run"}, set()))
 
     def test_exported(self):
         text = """

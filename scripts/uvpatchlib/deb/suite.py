@@ -149,19 +149,38 @@ def _one(folder, pattern):
 
 # --- abi --------------------------------------------------------------------
 
-def symbols_file(text):
-    """The symbol names a Debian symbols file declares (not #MISSING
-    ones, not patterns)."""
-    names = set()
+def symbols_file(text, os_name="linux", cpu="amd64"):
+    """(required, optional): the symbol names a Debian symbols file
+    declares for ``os_name``-``cpu`` (not #MISSING ones, not patterns)."""
+    required, optional = set(), set()
     for line in text.splitlines():
         if not line.startswith(" ") or line.lstrip().startswith("#"):
             continue
         word = line.split()[0]
-        word = re.sub(r"^\([^)]*\)", "", word)
+        m = re.match(r"^\(([^)]*)\)", word)
+        tags = m.group(1).split("|") if m else []
+        word = word[m.end():] if m else word
         if word.startswith('"'):
             continue
-        names.add(word.split("@", 1)[0])
-    return names
+        arches = [t[5:].split() for t in tags if t.startswith("arch=")]
+        if arches and not _arch_matches(arches[0], os_name, cpu):
+            continue
+        (optional if "optional" in tags else required).add(
+            word.split("@", 1)[0])
+    return required, optional
+
+
+def _arch_matches(specs, os_name, cpu):
+    def one(spec):
+        if spec.endswith("-any"):
+            return spec[:-4] == os_name
+        if spec.startswith("any-"):
+            return spec[4:] == cpu
+        return spec in (cpu, "%s-%s" % (os_name, cpu))
+    negated = [s[1:] for s in specs if s.startswith("!")]
+    if negated:
+        return not any(one(s) for s in negated)
+    return any(one(s) for s in specs)
 
 
 def exported(readelf_text):
@@ -182,7 +201,7 @@ def check_abi(manifest, deb):
     text = subprocess.run(["tar", "-xOf", src.debian_tar,
                            "debian/libuv1t64.symbols"], check=True,
                           stdout=subprocess.PIPE, text=True).stdout
-    declared = symbols_file(text)
+    required, optional = symbols_file(text)
     with tempfile.TemporaryDirectory(prefix="uvpatch-abi-") as tmp:
         name, data = syscheck.deb_member(deb, ".so.1.0.0")
         path = os.path.join(tmp, "libuv.so")
@@ -191,14 +210,15 @@ def check_abi(manifest, deb):
         ours = exported(subprocess.run(["readelf", "--dyn-syms", "-W", path],
                                        check=True, stdout=subprocess.PIPE,
                                        text=True).stdout)
-    added, removed = sorted(ours - declared), sorted(declared - ours)
+    added = sorted(ours - required - optional)
+    removed = sorted(required - ours)
     if added or removed:
         raise UvPatchError("%s: symbols added %s, removed %s against "
                            "debian/libuv1t64.symbols"
                            % (name, added or "none", removed or "none"),
                            hint="the series must not change libuv's ABI")
-    return "%s exports the %d symbols of debian/libuv1t64.symbols" % (
-        name, len(ours))
+    return "%s exports the %d symbols of debian/libuv1t64.symbols " \
+        "for linux-amd64, no other" % (name, len(ours))
 
 
 # --- lintian ----------------------------------------------------------------
