@@ -227,7 +227,7 @@ Symbol table '.dynsym' contains 4 entries:
                 "  Queries lost:         0\n  Run time (s):         1.0\n"
                 "  Queries per second:   100.0\n")
         node = ('{"libuv": ["%s"], "uv": "1.50.0", "sent": 5, "got": 5, '
-                '"echoed": 5, "timers": 200, "early": 0, "ms": 300}\n'
+                '"timers": 200, "median_gap_ms": 1.1, "ms": 300}\n'
                 'node status 0' % lib)
         text = ("=== named up\nyes\n=== named maps\n%s=== named dnsperf\n%s"
                 "=== kresd up\nno\nfailed to bind\n=== node\n%s\n"
