@@ -69,9 +69,14 @@ def cmd_test(args, manifest):
 
 
 def cmd_deb(args, manifest):
-    from .deb.package import build
-    with Lock(args.out, "deb"):
-        build(manifest, args.out, refresh_chroot=args.refresh_chroot)
+    from .deb.package import build, check_can_build, give_back
+    # Refused before anything is written: root makes out/ its own.
+    check_can_build(manifest)
+    try:
+        with Lock(args.out, "deb"):
+            build(manifest, args.out, refresh_chroot=args.refresh_chroot)
+    finally:
+        give_back(args.out_root, args.out)
 
 
 def cmd_bases(args, manifest):

@@ -243,6 +243,44 @@ Symbol table '.dynsym' contains 4 entries:
         self.assertIn("not our", dict((n, w) for _, n, w in got)["named"])
 
 
+class WithoutRootTest(unittest.TestCase):
+    class Manifest:
+        name = "v1.50.0"
+
+        def source(self, kind):
+            return {"package": "libuv1", "version": "1.50.0-2"} \
+                if kind == "debian" else None
+
+    def test_suite_skips_and_deb_refuses(self):
+        from unittest import mock
+        from uvpatchlib.deb import package
+        with mock.patch("os.geteuid", return_value=1000):
+            self.assertTrue(suite.skip_reason(self.Manifest())
+                            .startswith("needs root"))
+            with self.assertRaises(UvPatchError) as ctx:
+                package.check_can_build(self.Manifest())
+        self.assertIn("needs root", ctx.exception.message)
+        self.assertIn("sudo scripts/uvpatch deb", ctx.exception.hint)
+
+    def test_sudo_gives_out_back(self):
+        from unittest import mock
+        from uvpatchlib.deb import package
+        tmp = tempfile.mkdtemp(prefix="uvpatch-deb-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        out = os.path.join(tmp, "v1.50.0")
+        write(os.path.join(out, "deb", "a.deb"), "x")
+        calls = []
+        with mock.patch.dict(os.environ, {"SUDO_UID": "1234",
+                                          "SUDO_GID": "99"}), \
+                mock.patch("os.lchown", lambda p, u, g: calls.append(
+                    (os.path.relpath(p, tmp), u, g))), \
+                mock.patch("os.lstat", lambda p: os.stat_result(
+                    (0,) * 10)):
+            package.give_back(tmp, out)
+        self.assertIn(("v1.50.0/deb/a.deb", 1234, 99), calls)
+        self.assertIn((".", 1234, 99), calls)
+
+
 class CommandTest(World):
     def test_a_base_without_debian_source(self):
         self.save_deps()

@@ -127,7 +127,11 @@ def prepare(manifest, stage):
     return src, tree, version, series
 
 
-def check_can_build():
+def check_can_build(manifest):
+    if manifest.source("debian") is None:
+        raise UvPatchError(
+            "deb: base %s has no Debian source package" % manifest.name,
+            hint="use the default base (v1.50.0)", status=EXIT_USAGE)
     why = chroot.missing_tools()
     if why:
         raise UvPatchError(
@@ -139,11 +143,7 @@ def check_can_build():
 
 def build(manifest, out, refresh_chroot=False, nocheck=False):
     """Makes out/<base>/deb; returns (folder, deb.json)."""
-    if manifest.source("debian") is None:
-        raise UvPatchError(
-            "deb: base %s has no Debian source package" % manifest.name,
-            hint="use the default base (v1.50.0)", status=EXIT_USAGE)
-    check_can_build()
+    check_can_build(manifest)
     t0 = time.monotonic()
     console.step("deb: Debian's %s %s with the series of %s"
                  % (manifest.source("debian")["package"],
@@ -207,3 +207,20 @@ def dpkg_buildpackage(session, log, nocheck=False, what="-B"):
     session.run(["dpkg-buildpackage", what, "-us", "-uc"],
                 user=True, isolated=True, cwd=TREE, log=log,
                 env={"DEB_BUILD_OPTIONS": " ".join(opts)})
+
+
+def give_back(out_root, out):
+    """Under sudo, what the command made in out/ goes to the user who ran
+    sudo, so that their own commands can write there again."""
+    try:
+        uid, gid = int(os.environ["SUDO_UID"]), int(os.environ["SUDO_GID"])
+    except (KeyError, ValueError):
+        return
+    for path in (out_root, out, os.path.join(out, ".uvpatch.lock")):
+        if os.path.lexists(path) and os.lstat(path).st_uid == 0:
+            os.lchown(path, uid, gid)
+    for top in (deb_dir(out), os.path.join(out, "deb-work")):
+        for folder, dirs, files in os.walk(top):
+            for name in [folder] + [os.path.join(folder, n)
+                                    for n in dirs + files]:
+                os.lchown(name, uid, gid)

@@ -67,6 +67,13 @@ def test_debian(manifest, out, tally, source=None, full=True):
     if why:
         tally.result("SKIP", "debian", why)
         return
+    try:
+        _test_debian(manifest, out, tally)
+    finally:
+        package.give_back(os.path.dirname(out), out)
+
+
+def _test_debian(manifest, out, tally):
     t0 = time.monotonic()
     info = package.current(manifest, out)
     step = _stepper(tally)
@@ -107,7 +114,7 @@ def test_debian(manifest, out, tally, source=None, full=True):
             syscheck.check_system(
                 session, debs, spec["version"],
                 lambda status, name, why: tally.result(
-                    status, "debian system " + name, why))
+                    status, "debian system " + name, why), manifest)
             res.append(None)
     finally:
         session.close()

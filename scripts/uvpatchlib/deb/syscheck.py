@@ -22,8 +22,11 @@ from ..bench.dnsparse import (FLOOD_ADDR, hosts_text, kresd_conf, named_conf,
                               zone_text)
 from ..errors import UvPatchError, EXIT_FAILURE
 from ..fsutil import write_atomic
+from . import proofs
 
-PACKAGES = "bind9, knot-resolver, nodejs, dnsperf, libuv1-dev"
+# The servers and their load, and what builds the regression programs.
+PACKAGES = ("bind9, knot-resolver, nodejs, dnsperf, libuv1-dev, gcc, "
+            "libc6-dev, cmake, make, iproute2")
 WORK = "/uvpatch"
 DNS = WORK + "/dns"
 KRESD_PORT = 5300
@@ -213,10 +216,11 @@ def _ours(mapped, lib_path, lib_sha, session):
     return None
 
 
-def check_system(session, ours, debian_version, report):
+def check_system(session, ours, debian_version, report, manifest):
     """Installs ``ours`` ({package: .deb path}) in ``session`` (the system
-    chroot), runs the services, goes back to ``debian_version``;
-    ``report(status, name, why)`` for each check."""
+    chroot), runs the services and the proofs of ``manifest``'s series,
+    goes back to ``debian_version``; ``report(status, name, why)`` for
+    each check."""
     names = sorted(ours)
     for pkg, deb in ours.items():
         session.put(deb, WORK + "/" + os.path.basename(deb))
@@ -243,14 +247,29 @@ def check_system(session, ours, debian_version, report):
     for status, name, why in judge_services(res.stdout, lib_path, lib_sha,
                                             session):
         report(status, name, why)
+    why = proofs.build(session, manifest.root)
+    if why:
+        report("FAIL", "proofs", why)
+    else:
+        status, text = proofs.judge(proofs.run(session, manifest))
+        report(status, "proofs", text)
     session.run(["apt-get", "install", "-y", "-q", "--allow-downgrades"] +
                 ["%s=%s" % (p, debian_version) for p in names],
                 log=session.log)
     back = installed(session, names)
     ok = all(back.get(p) == debian_version for p in names)
+    shown = ""
+    if ok and not why:
+        # The same programs on Debian's library: the defects show.
+        results = proofs.run(session, manifest)
+        shown = "; there %d of the %d proof cases fail" % (
+            sum(1 for s, _ in results.values() if s == "FAIL"),
+            len(results))
     report("PASS" if ok else "FAIL", "apt back to Debian's",
-           "apt install --allow-downgrades %s=%s: %s" % (
-               names[0], debian_version, back))
+           "apt install --allow-downgrades %s: %s%s" % (
+               " ".join("%s=%s" % (p, debian_version) for p in names),
+               ", ".join(
+                   "%s %s" % kv for kv in sorted(back.items())), shown))
 
 
 def _deb_version(deb):
