@@ -68,7 +68,7 @@ def identity():
         else:
             mail = got
     if not name or not mail:
-        name, mail = "uvpatch", "uvpatch@localhost"
+        name, mail = "uvpatch", "uvpatch@example.invalid"
     return "%s <%s>" % (name, mail)
 
 
