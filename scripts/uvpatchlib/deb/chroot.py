@@ -19,7 +19,7 @@ import time
 
 from .. import console, subproc
 from ..errors import UvPatchError, EXIT_FAILURE
-from ..fsutil import remove_tree, write_atomic
+from ..fsutil import Lock, remove_tree, write_atomic
 from ..source.cache import cache_root
 
 SUITE = "trixie"
@@ -114,13 +114,26 @@ class Chroots:
                             % (SUITE, self.arch, kind))
 
     def refresh(self):
-        for path in glob.glob(os.path.join(self.top, "chroot-*")):
-            console.note("removing %s" % path)
-            remove_tree(path)
+        os.makedirs(self.top, exist_ok=True)
+        with Lock(self.top, "chroot", wait=True, name="chroots.lock"):
+            for path in glob.glob(os.path.join(self.top, "chroot-*")):
+                if os.path.isdir(path):
+                    console.note("removing %s" % path)
+                    remove_tree(path)
 
     def ensure(self, kind, packages, build_user=False):
         """The root of chroot ``kind`` with ``packages`` (an apt-get
-        satisfy string) installed, made if missing or different."""
+        satisfy string) installed, made if missing or different. One
+        run at a time makes chroots; scratch folders seen under the lock
+        were left by a killed run."""
+        os.makedirs(self.top, exist_ok=True)
+        with Lock(self.top, "chroot", wait=True, name="chroots.lock"):
+            for name in os.listdir(self.top):
+                if name.startswith(".tmp-"):
+                    remove_tree(os.path.join(self.top, name))
+            return self._ensure(kind, packages, build_user)
+
+    def _ensure(self, kind, packages, build_user):
         folder = self.folder(kind)
         info = _read_info(folder)
         want = {"suite": SUITE, "packages": packages, "mirror": self.mirror,
