@@ -156,6 +156,29 @@ class QuiltTest(unittest.TestCase):
             self.assertIn("Thu, 06 Feb 2025 10:16:12 +0000", f.read())
 
 
+class MtimesTest(unittest.TestCase):
+    def test_files_keep_the_tarballs_times(self):
+        # As dpkg-source -x: else a rebuild from the .dsc differs.
+        import tarfile
+        from uvpatchlib.deb import package
+        from uvpatchlib.source.extract import extract_tarball
+        tmp = tempfile.mkdtemp(prefix="uvpatch-deb-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        write(os.path.join(tmp, "src", "top", "ChangeLog"), "old\n")
+        tarball = os.path.join(tmp, "orig.tar.gz")
+        with tarfile.open(tarball, "w:gz") as tar:
+            def old(info):
+                info.mtime = 1000000000
+                return info
+            tar.add(os.path.join(tmp, "src", "top"), "top", filter=old)
+        dest = os.path.join(tmp, "x")
+        extract_tarball(tarball, dest)
+        package.keep_mtimes(tarball, dest)
+        self.assertEqual(os.path.getmtime(os.path.join(dest, "top",
+                                                       "ChangeLog")),
+                         1000000000)
+
+
 class ParsersTest(unittest.TestCase):
     def test_mirror_from_deb822_then_one_line(self):
         tmp = tempfile.mkdtemp(prefix="uvpatch-deb-")

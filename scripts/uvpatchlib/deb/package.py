@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import subprocess
+import tarfile
 import time
 
 from .. import console, subproc
@@ -107,6 +108,7 @@ def prepare(manifest, stage):
     # The tool's own extraction, which refuses links and odd names.
     unpack = os.path.join(stage, "unpack")
     extract_tarball(src.orig, unpack)
+    keep_mtimes(src.orig, unpack)
     tops = os.listdir(unpack)
     top = os.path.join(unpack, tops[0]) if len(tops) == 1 else unpack
     os.rename(top, tree)
@@ -114,6 +116,7 @@ def prepare(manifest, stage):
     if os.path.exists(os.path.join(tree, "debian")):
         remove_tree(os.path.join(tree, "debian"))
     extract_tarball(src.debian_tar, unpack)
+    keep_mtimes(src.debian_tar, unpack)
     os.rename(os.path.join(unpack, "debian"), os.path.join(tree, "debian"))
     remove_tree(unpack)
     series = quilt.stage(tree, manifest)
@@ -125,6 +128,19 @@ def prepare(manifest, stage):
         os.path.join(tree, "debian", "changelog"), manifest, identity(),
         chroot.SUITE)
     return src, tree, version, series
+
+
+def keep_mtimes(tarball, dest):
+    """The files' times as the tarball gives them, as dpkg-source -x
+    keeps them: a file older than the changelog entry (the upstream
+    ChangeLog installed as changelog.gz) keeps its time in the .deb, so
+    a rebuild from the .dsc gives the same bytes."""
+    with tarfile.open(tarball) as tar:
+        for member in tar:
+            path = os.path.join(dest, os.path.normpath(member.name))
+            if member.isfile() and os.path.isfile(path) and \
+                    not os.path.islink(path):
+                os.utime(path, (member.mtime, member.mtime))
 
 
 def check_can_build(manifest):

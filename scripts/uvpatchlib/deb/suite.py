@@ -321,13 +321,21 @@ def check_rebuild(manifest, out, dest, debs, chroots):
                                  os.path.basename(debs[p]))
             if not os.path.isfile(again) or not _same(again, debs[p]):
                 differ.append(os.path.basename(debs[p]))
+                if os.path.isfile(again):
+                    kept = os.path.join(dest, "rebuilt")
+                    os.makedirs(kept, exist_ok=True)
+                    shutil.copyfile(again, os.path.join(
+                        kept, os.path.basename(again)))
     finally:
         session.close()
     if differ:
         raise UvPatchError("rebuilt from the .dsc, %s differ"
                            % ", ".join(differ),
-                           hint="compare them with diffoscope; see %s"
-                                % console.shown(log))
+                           hint="compare them with the rebuilt ones in %s "
+                                "(diffoscope); see %s" % (
+                                    console.shown(os.path.join(dest,
+                                                               "rebuilt")),
+                                    console.shown(log)))
     return "dpkg-source -x and a build without tests (%d s) give %s byte " \
         "for byte" % (took, " and ".join(os.path.basename(debs[p])
                                         for p in COMPARED))
