@@ -304,6 +304,18 @@ class WithoutRootTest(unittest.TestCase):
         self.assertIn((".", 1234, 99), calls)
 
 
+class ReadmeTest(unittest.TestCase):
+    def test_the_suite_runs_the_readmes_apt_lines(self):
+        from fixture import REPO
+        with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
+            text = f.read()
+        self.assertIn("sudo " + syscheck.README_INSTALL.replace(" -y", ""),
+                      text)
+        self.assertIn("sudo apt install --allow-downgrades libuv1t64=1.50.0-2 "
+                      "libuv1-dev=1.50.0-2", text)
+        self.assertIn("sudo scripts/uvpatch deb", text)
+
+
 class CommandTest(World):
     def test_a_base_without_debian_source(self):
         self.save_deps()

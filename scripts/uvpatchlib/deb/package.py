@@ -15,7 +15,7 @@ import subprocess
 import tarfile
 import time
 
-from .. import console, subproc
+from .. import console
 from ..errors import UvPatchError, EXIT_USAGE
 from ..fsutil import remove_tree, sha256_file, write_atomic
 from ..source.debsrc import debian_source

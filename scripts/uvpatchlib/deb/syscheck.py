@@ -106,6 +106,9 @@ wait
 """
 
 
+README_INSTALL = "apt install -y ./libuv1t64_*.deb ./libuv1-dev_*.deb"
+
+
 def parse_sections(text):
     """{title: text} of the ``=== title`` sections."""
     found, title = {}, None
@@ -227,10 +230,8 @@ def check_system(session, ours, debian_version, report, manifest):
     lib_path, lib = deb_member(ours["libuv1t64"], ".so.1.0.0")
     lib_sha = hashlib.sha256(lib).hexdigest()
     before = installed(session, names)
-    session.run(["apt-get", "install", "-y", "-q",
-                 "--no-install-recommends"] +
-                ["%s/%s" % (WORK, os.path.basename(ours[p])) for p in names],
-                log=session.log)
+    # The README's lines, with -y.
+    session.run(["sh", "-c", README_INSTALL], cwd=WORK, log=session.log)
     after = installed(session, names)
     version = _deb_version(ours[names[0]])
     ok = all(after.get(p) == version for p in names)
@@ -253,8 +254,9 @@ def check_system(session, ours, debian_version, report, manifest):
     else:
         status, text = proofs.judge(proofs.run(session, manifest))
         report(status, "proofs", text)
-    session.run(["apt-get", "install", "-y", "-q", "--allow-downgrades"] +
-                ["%s=%s" % (p, debian_version) for p in names],
+    session.run(["apt", "install", "-y", "--allow-downgrades"] +
+                ["%s=%s" % (p, debian_version) for p in ("libuv1t64",
+                                                         "libuv1-dev")],
                 log=session.log)
     back = installed(session, names)
     ok = all(back.get(p) == debian_version for p in names)
@@ -266,7 +268,7 @@ def check_system(session, ours, debian_version, report, manifest):
             sum(1 for s, _ in results.values() if s == "FAIL"),
             len(results))
     report("PASS" if ok else "FAIL", "apt back to Debian's",
-           "apt install --allow-downgrades %s: %s%s" % (
+           "apt install -y --allow-downgrades %s: %s%s" % (
                " ".join("%s=%s" % (p, debian_version) for p in names),
                ", ".join(
                    "%s %s" % kv for kv in sorted(back.items())), shown))
