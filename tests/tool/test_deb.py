@@ -180,6 +180,19 @@ class MtimesTest(unittest.TestCase):
 
 
 class ParsersTest(unittest.TestCase):
+    def test_debian_tests_in_the_log(self):
+        from uvpatchlib.deb import package
+        tmp = tempfile.mkdtemp(prefix="uvpatch-deb-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        log = os.path.join(tmp, "build.log")
+        write(log, "1: ok 1 - a\n1: ok 2 - b # SKIP no tty\n"
+                   "2: not ok 1 - c\nok 3 - not a runner line\n")
+        self.assertEqual(package.debian_tests(log),
+                         {"ok": 1, "skipped": 1, "failed": 1})
+        write(log, "dh_auto_test: skipped (nocheck)\n")
+        with self.assertRaises(UvPatchError):
+            package.debian_tests(log)
+
     def test_mirror_from_deb822_then_one_line(self):
         tmp = tempfile.mkdtemp(prefix="uvpatch-deb-")
         self.addCleanup(shutil.rmtree, tmp, True)

@@ -10,6 +10,7 @@ and build.log; deb.json records what made them.
 import glob
 import json
 import os
+import re
 import shutil
 import subprocess
 import tarfile
@@ -190,6 +191,7 @@ def build(manifest, out, refresh_chroot=False, nocheck=False):
         dpkg_buildpackage(session, log, nocheck=nocheck,
                           what="--build=source,any")
         built = time.monotonic() - t1
+        tests = None if nocheck else debian_tests(log)
         for pattern in OUTPUTS:
             for path in glob.glob(os.path.join(session.path(
                     chroot.BUILD_HOME), pattern)):
@@ -202,7 +204,7 @@ def build(manifest, out, refresh_chroot=False, nocheck=False):
         raise UvPatchError("the orig tarball in %s changed" % dest,
                            hint="report this: dpkg-source must reuse it")
     info = stamp(manifest)
-    info.update({"version": version, "tests": not nocheck,
+    info.update({"version": version, "tests": tests,
                  "build_seconds": round(built),
                  "debian_patches": [n for n, _, ours in series if not ours],
                  "patches": [n for n, _, ours in series if ours]})
@@ -211,9 +213,40 @@ def build(manifest, out, refresh_chroot=False, nocheck=False):
     remove_tree(work)
     for name in sorted(os.listdir(dest)):
         print(os.path.join(dest, name))
-    console.note("deb: %s built in %d s (dpkg-buildpackage %d s)"
-                 % (version, time.monotonic() - t0, built))
+    console.note("deb: %s built in %d s (dpkg-buildpackage %d s; Debian's "
+                 "tests: %s)" % (version, time.monotonic() - t0, built,
+                                 tests_text(tests)))
     return dest, info
+
+
+def debian_tests(log):
+    """{ok, skipped, failed} of the TAP lines (``N: ok 12 - name``) that
+    libuv's runners print in the build log; UvPatchError when none ran
+    (the suite must run, not be skipped)."""
+    counts = {"ok": 0, "skipped": 0, "failed": 0}
+    with open(log, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            m = re.match(r"\d+: (not ok|ok) \d+ - ", line)
+            if not m:
+                continue
+            if m.group(1) == "not ok":
+                counts["failed"] += 1
+            elif "# SKIP" in line:
+                counts["skipped"] += 1
+            else:
+                counts["ok"] += 1
+    if not sum(counts.values()):
+        raise UvPatchError("no test of Debian's suite ran in the build",
+                           hint="see %s" % console.shown(log))
+    return counts
+
+
+def tests_text(tests):
+    if not tests:
+        return "not run"
+    if not isinstance(tests, dict):
+        return "ran"
+    return "%(ok)d passed, %(skipped)d skipped, %(failed)d failed" % tests
 
 
 def dpkg_buildpackage(session, log, nocheck=False, what="-B"):

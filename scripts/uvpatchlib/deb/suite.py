@@ -80,13 +80,15 @@ def _test_debian(manifest, out, tally):
     if info is None or not info.get("tests"):
         with step("debian build") as res:
             _, info = package.build(manifest, out)
-            res.append("%s, Debian's test suite ran (dpkg-buildpackage %d "
-                       "s)" % (info["version"], info["build_seconds"]))
+            res.append("%s, Debian's tests: %s (dpkg-buildpackage %d s)"
+                       % (info["version"], package.tests_text(info["tests"]),
+                          info["build_seconds"]))
     else:
         tally.result("PASS", "debian build", "%s in %s matches the series "
-                     "(built with Debian's tests in %d s)"
+                     "(built in %d s; Debian's tests: %s)"
                      % (info["version"], console.shown(package.deb_dir(out)),
-                        info["build_seconds"]))
+                        info["build_seconds"],
+                        package.tests_text(info["tests"])))
     dest = package.deb_dir(out)
     debs = {p: _one(dest, "%s_*.deb" % p) for p in COMPARED}
     work = os.path.join(out, "deb-work")
