@@ -96,7 +96,14 @@ def current(manifest, out):
     except (OSError, ValueError):
         return None
     want = stamp(manifest)
-    return info if all(info.get(k) == v for k, v in want.items()) else None
+    if any(info.get(k) != v for k, v in want.items()):
+        return None
+    folder = deb_dir(out)
+    for pattern in ("libuv1t64_*.deb", "libuv1-dev_*.deb", "*.dsc",
+                    "*.debian.tar.*", "*.orig.tar.*"):
+        if len(glob.glob(os.path.join(folder, pattern))) != 1:
+            return None
+    return info
 
 
 def prepare(manifest, stage):
