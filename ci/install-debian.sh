@@ -41,6 +41,12 @@ apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends \
   ca-certificates git cmake ninja-build gcc libc6-dev python3 ccache \
   pkg-config xz-utils iproute2 util-linux gcc-mingw-w64-x86-64 wine wine64 valgrind
 
+# For `deb` and `test --suite debian`: debootstrap makes the trixie
+# chroots the packages are built and tried in; lintian, dpkg-deb and
+# readelf (binutils) check them; patch tries the quilt series.
+apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends \
+  debootstrap lintian dpkg-dev binutils patch
+
 # DNS servers and their load generator for `bench --only dns`. The bench
 # runs them in network namespaces of its own, on the libuv it installs:
 # the system's named or kresd must not run. Without systemd, installing

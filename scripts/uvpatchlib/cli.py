@@ -53,8 +53,11 @@ def cmd_test(args, manifest):
     from .verify.testing import test
     from .bench.command import smoke
     from .bench.dnsbench import smoke as dns_smoke
-    # Without --base: every base, the default first and in full.
-    names = [args.base] if args.base else \
+    from .deb.suite import test_debian
+    # Without --base: every base, the default first and in full (Debian's
+    # packages: the default base alone).
+    names = [args.base] if args.base else [manifest.name] \
+        if args.suite == "debian" else \
         [manifest.name] + [b["name"] for b in manifest.doc["bases"]
                            if b["name"] != manifest.name]
     manifests = [load(args.repo, base=name) for name in names]
@@ -64,7 +67,19 @@ def cmd_test(args, manifest):
     # kresd answer on both libraries (one SKIP line without them).
     test(manifests, args.out_root, suite=args.suite, target=args.target,
          config=args.config, source=args.source, consumers=test_consumers,
-         extras=[smoke, dns_smoke], only=args.case)
+         extras=[smoke, dns_smoke], debian=test_debian,
+         only=args.case)
+
+
+def cmd_deb(args, manifest):
+    from .deb.package import build, check_can_build, give_back
+    # Refused before anything is written: root makes out/ its own.
+    check_can_build(manifest)
+    try:
+        with Lock(args.out, "deb"):
+            build(manifest, args.out, refresh_chroot=args.refresh_chroot)
+    finally:
+        give_back(args.out_root, args.out)
 
 
 def cmd_bases(args, manifest):
@@ -327,6 +342,14 @@ COMMANDS = {
     "bases": (cmd_bases, "list the supported bases, where each one's "
               "source comes from and whether it is cached",
               [_add_bases_options]),
+    "deb": (cmd_deb, "make Debian packages of the default base in "
+            "out/<base>/deb: Debian's source package with the series in "
+            "debian/patches, built in a trixie chroot (as root: "
+            "debootstrap, chroot)",
+            [_add_base, lambda p: p.add_argument(
+                "--refresh-chroot", action="store_true",
+                help="remake the cached trixie chroots (debootstrap) "
+                     "first")]),
     "build": (cmd_build, "build libuv, its test runner and tests/regress",
               [_add_base, _add_source, _add_build_options,
                lambda p: p.add_argument("--unpatched", action="store_true",
@@ -418,13 +441,18 @@ COMMANDS = {
               _add_source,
               lambda p: p.add_argument(
                   "--suite", default="regression",
-                  choices=("regression", "libuv", "all", "consumers"),
+                  choices=("regression", "libuv", "all", "consumers",
+                           "debian"),
                   help="regression: tool tests, regression programs and a "
                        "selection of libuv's suite; libuv: all of libuv's "
                        "suite against the base; all: both; consumers: "
                        "CMake and pkg-config builds against installed "
                        "prefixes, and Debian's Node.js 18 tests on the "
-                       "installed libuv.so.1, patched against base"),
+                       "installed libuv.so.1, patched against base; "
+                       "debian: `deb`'s packages (made if missing): quilt, "
+                       "lintian, ABI, bind9, knot-resolver and nodejs on "
+                       "them in a trixie chroot, a reproducible rebuild "
+                       "(root)"),
               lambda p: p.add_argument(
                   "--target", default=None,
                   choices=TARGETS,

@@ -14,7 +14,8 @@ LIB = os.path.join(REPO, "scripts", "uvpatchlib")
 MAX_LINES = 600
 # The pipeline, in order; the shared basics (errors, console, subproc,
 # fsutil) are below every stage, cli above them all.
-STAGES = ("source", "series", "build", "verify", "bench", "upstream")
+STAGES = ("source", "series", "build", "verify", "bench", "upstream",
+          "deb")
 TOP = ("uvpatchlib.cli",)
 
 

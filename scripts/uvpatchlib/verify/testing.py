@@ -77,7 +77,7 @@ def targets_to_test(requested, config="Release"):
 
 def test(manifests, out_root, suite="regression", target=None,
          config="Release", source=None, consumers=None, extras=(),
-         only=None):
+         only=None, debian=None):
     """Tests each base of ``manifests`` (Manifest objects, the first one
     in full) in its folder of ``out_root``. Other bases, when tested
     beside it, run their regression programs, check and libuv's
@@ -86,7 +86,8 @@ def test(manifests, out_root, suite="regression", target=None,
 
     The suites built on this runner come from the caller, so it imports
     none of them: ``consumers(manifest, out, tally, source, full)`` is
-    --suite consumers, and each of ``extras(manifest, out, tally,
+    --suite consumers, ``debian(manifest, out, tally, source)`` --suite
+    debian, and each of ``extras(manifest, out, tally,
     source)`` runs after the full Release run of the default base.
 
     ``only`` ("PROGRAM" or "PROGRAM/CASE") runs that regression program
@@ -119,6 +120,9 @@ def test(manifests, out_root, suite="regression", target=None,
             if only is not None:
                 test_only(manifest, out, tally, only, target=target,
                           config=config, source=source)
+                continue
+            if suite == "debian":
+                debian(manifest, out, tally, source=source)
                 continue
             test_base(manifest, out, tally, suite=suite, target=target,
                       config=config, source=source, full=k == 0,

@@ -1,0 +1,2 @@
+"""`deb`: the default base as Debian packages, and `test --suite
+debian`, their checks."""
