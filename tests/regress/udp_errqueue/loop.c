@@ -225,7 +225,8 @@ static void on_recv(uv_udp_t* handle,
     if (ctx.plain_errors == 0)
       ctx.plain_err = (long) nread;
     ctx.plain_errors++;
-    ctx.plain_other += nread != UV_ECONNREFUSED;
+    ctx.plain_other +=
+        nread != (ctx.plain_code != 0 ? ctx.plain_code : UV_ECONNREFUSED);
   }
 
   if (buf != NULL && buf->base != NULL && !(flags & UV_UDP_MMSG_CHUNK))
