@@ -18,7 +18,8 @@
  *     than ICMP errors;
  *   - a read error that an ICMP error set does not hide the datagrams
  *     queued behind it: they come in the same loop iteration (read_on.c,
- *     icmp_codes.c);
+ *     icmp_codes.c); an error that every read returns still ends the
+ *     event at its second read (repeated_error.c);
  *   - a handle that is not receiving (send only, or stopped) calls no
  *     callback and its sends complete (upstream calls a NULL alloc_cb);
  *     its reports stay queued on the socket;
@@ -38,8 +39,9 @@
  * does not receive; without_flag.c, one without UV_UDP_LINUX_RECVERR;
  * data.c, reports and datagrams together; read_on.c, datagrams behind
  * an ICMP error; icmp_codes.c, behind the rarer ICMP errors (EACCES,
- * ENOTSUP); timestamps.c, TX timestamps beside datagrams; main.c, the
- * table of cases.
+ * ENOTSUP); repeated_error.c, an error that every read returns;
+ * timestamps.c, TX timestamps beside datagrams; main.c, the table of
+ * cases.
  */
 
 #ifndef UDP_ERRQUEUE_H_
@@ -172,6 +174,12 @@ int setup(int family, unsigned bind_flags);
 int run_and_close(void);
 int start_paced_sends(int connected);
 int run_one_report(int family, const char* name);
+/* loop.c: the plain reads of fail_fd, which fail with fail_errno while it
+ * is not 0.
+ */
+extern int fail_fd;
+extern int fail_errno;
+extern long plain_reads;
 /* read_on.c: a peer's socket, its datagrams, and waiting for the kernel. */
 int bound_socket(int family, struct sockaddr_storage* ss);
 int send_numbered(int fd, unsigned first, int n);
@@ -217,11 +225,20 @@ int wait_for(int fd, short events);
   X(icmp_enotsup_v4_msg, AF_INET, 5, UV_ENOTSUP, 0, 0)                        \
   X(icmp_enotsup_v4_mmsg, AF_INET, 5, UV_ENOTSUP, 1, 0)
 
+/* The cases of repeated_error.c: name, the errno of every read, recvmmsg. */
+#define REPEATED_ERROR_CASES(X)                                               \
+  X(repeated_eacces_msg, EACCES, 0)                                           \
+  X(repeated_eacces_mmsg, EACCES, 1)                                          \
+  X(repeated_refused_msg, ECONNREFUSED, 0)                                    \
+  X(repeated_refused_mmsg, ECONNREFUSED, 1)
+
 #define DECLARE_CASE(name, fn, arg, mmsg) int case_##name(void);
 #define DECLARE_CASE6(name, a, b, c, d, e) int case_##name(void);
+#define DECLARE_CASE3(name, a, b) int case_##name(void);
 READ_ON_CASES(DECLARE_CASE)
 TIMESTAMP_CASES(DECLARE_CASE)
 ICMP_CODE_CASES(DECLARE_CASE6)
+REPEATED_ERROR_CASES(DECLARE_CASE3)
 
 /* The cases, in the files of their behaviour (above). */
 int case_one_report_ipv4(void);
