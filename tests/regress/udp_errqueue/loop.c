@@ -10,13 +10,33 @@
 /* Reads of the error queue made in this process, libuv's included: the
  * program defines recvmsg() and recvmmsg(), which the static libuv it is
  * linked with calls, counts the calls with MSG_ERRQUEUE and passes every
- * call on to the C library.
+ * call on to the C library. The plain reads of fail_fd are counted too,
+ * and fail with fail_errno while it is set: an error that every read
+ * returns, as a security module's EACCES would.
  */
 static long errqueue_reads;
+int fail_fd = -1;
+int fail_errno;
+long plain_reads;
+
+/* Counts a read; returns 1 when it is to fail with fail_errno. */
+static int read_fails(int fd, int flags) {
+  if (flags & MSG_ERRQUEUE) {
+    errqueue_reads++;
+    return 0;
+  }
+  if (fd != fail_fd)
+    return 0;
+  plain_reads++;
+  if (fail_errno == 0)
+    return 0;
+  errno = fail_errno;
+  return 1;
+}
 
 ssize_t recvmsg(int fd, struct msghdr* msg, int flags) {
-  if (flags & MSG_ERRQUEUE)
-    errqueue_reads++;
+  if (read_fails(fd, flags))
+    return -1;
   return libc_recvmsg(fd, msg, flags);
 }
 
@@ -25,8 +45,8 @@ int recvmmsg(int fd,
              unsigned int n,
              int flags,
              struct timespec* timeout) {
-  if (flags & MSG_ERRQUEUE)
-    errqueue_reads++;
+  if (read_fails(fd, flags))
+    return -1;
   return libc_recvmmsg(fd, msgs, n, flags, timeout);
 }
 
@@ -225,7 +245,8 @@ static void on_recv(uv_udp_t* handle,
     if (ctx.plain_errors == 0)
       ctx.plain_err = (long) nread;
     ctx.plain_errors++;
-    ctx.plain_other += nread != UV_ECONNREFUSED;
+    ctx.plain_other +=
+        nread != (ctx.plain_code != 0 ? ctx.plain_code : UV_ECONNREFUSED);
   }
 
   if (buf != NULL && buf->base != NULL && !(flags & UV_UDP_MMSG_CHUNK))

@@ -26,6 +26,10 @@ static const test_case cases[] = {
 #define CASE_ENTRY(name, fn, arg, mmsg) { #name, case_##name },
   READ_ON_CASES(CASE_ENTRY)
   TIMESTAMP_CASES(CASE_ENTRY)
+#define CASE_ENTRY6(name, a, b, c, d, e) { #name, case_##name },
+  ICMP_CODE_CASES(CASE_ENTRY6)
+#define CASE_ENTRY3(name, a, b) { #name, case_##name },
+  REPEATED_ERROR_CASES(CASE_ENTRY3)
   { NULL, NULL }
 };
 

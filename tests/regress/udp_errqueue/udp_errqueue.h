@@ -17,7 +17,9 @@
  *     once as a plain ECONNREFUSED read error: never more plain errors
  *     than ICMP errors;
  *   - a read error that an ICMP error set does not hide the datagrams
- *     queued behind it: they come in the same loop iteration (read_on.c);
+ *     queued behind it: they come in the same loop iteration (read_on.c,
+ *     icmp_codes.c); an error that every read returns still ends the
+ *     event at its second read (repeated_error.c);
  *   - a handle that is not receiving (send only, or stopped) calls no
  *     callback and its sends complete (upstream calls a NULL alloc_cb);
  *     its reports stay queued on the socket;
@@ -36,8 +38,10 @@
  * report.c, one report; burst.c, several; send_only.c, a handle that
  * does not receive; without_flag.c, one without UV_UDP_LINUX_RECVERR;
  * data.c, reports and datagrams together; read_on.c, datagrams behind
- * an ICMP error; timestamps.c, TX timestamps beside datagrams; main.c,
- * the table of cases.
+ * an ICMP error; icmp_codes.c, behind the rarer ICMP errors (EACCES,
+ * ENOTSUP); repeated_error.c, an error that every read returns;
+ * timestamps.c, TX timestamps beside datagrams; main.c, the table of
+ * cases.
  */
 
 #ifndef UDP_ERRQUEUE_H_
@@ -112,9 +116,12 @@ typedef struct {
   long report_allocs;  /* alloc_cb calls before it. */
   int report_buf_null;
   int report_buf_in_alloc;  /* In the buffer alloc_cb gave last. */
-  /* The first plain (flagless) error; those not ECONNREFUSED. */
+  /* The first plain (flagless) error; those not plain_code (an ICMP
+   * error's UV_E* code, ECONNREFUSED when 0).
+   */
   long plain_err;
   long plain_other;
+  long plain_code;
   /* Per-iteration counts, for iterations that handed anything over. */
   long data_this_iter;
   long reports_this_iter;
@@ -167,6 +174,12 @@ int setup(int family, unsigned bind_flags);
 int run_and_close(void);
 int start_paced_sends(int connected);
 int run_one_report(int family, const char* name);
+/* loop.c: the plain reads of fail_fd, which fail with fail_errno while it
+ * is not 0.
+ */
+extern int fail_fd;
+extern int fail_errno;
+extern long plain_reads;
 /* read_on.c: a peer's socket, its datagrams, and waiting for the kernel. */
 int bound_socket(int family, struct sockaddr_storage* ss);
 int send_numbered(int fd, unsigned first, int n);
@@ -201,9 +214,31 @@ int wait_for(int fd, short events);
   X(refused_behind_timestamps_v6_mmsg, refused_behind_timestamps, AF_INET6,  \
     1)
 
+/* The cases of icmp_codes.c: name, family, ICMP code, the error it sets,
+ * recvmmsg, connected without UV_UDP_LINUX_RECVERR.
+ */
+#define ICMP_CODE_CASES(X)                                                    \
+  X(icmp_eacces_v6_msg, AF_INET6, 1, UV_EACCES, 0, 0)                         \
+  X(icmp_eacces_v6_mmsg, AF_INET6, 1, UV_EACCES, 1, 0)                        \
+  X(icmp_eacces_v6_conn_msg, AF_INET6, 1, UV_EACCES, 0, 1)                    \
+  X(icmp_eacces_v6_conn_mmsg, AF_INET6, 1, UV_EACCES, 1, 1)                   \
+  X(icmp_enotsup_v4_msg, AF_INET, 5, UV_ENOTSUP, 0, 0)                        \
+  X(icmp_enotsup_v4_mmsg, AF_INET, 5, UV_ENOTSUP, 1, 0)
+
+/* The cases of repeated_error.c: name, the errno of every read, recvmmsg. */
+#define REPEATED_ERROR_CASES(X)                                               \
+  X(repeated_eacces_msg, EACCES, 0)                                           \
+  X(repeated_eacces_mmsg, EACCES, 1)                                          \
+  X(repeated_refused_msg, ECONNREFUSED, 0)                                    \
+  X(repeated_refused_mmsg, ECONNREFUSED, 1)
+
 #define DECLARE_CASE(name, fn, arg, mmsg) int case_##name(void);
+#define DECLARE_CASE6(name, a, b, c, d, e) int case_##name(void);
+#define DECLARE_CASE3(name, a, b) int case_##name(void);
 READ_ON_CASES(DECLARE_CASE)
 TIMESTAMP_CASES(DECLARE_CASE)
+ICMP_CODE_CASES(DECLARE_CASE6)
+REPEATED_ERROR_CASES(DECLARE_CASE3)
 
 /* The cases, in the files of their behaviour (above). */
 int case_one_report_ipv4(void);
