@@ -13,7 +13,7 @@ import sys
 import time
 import unittest
 
-from fixture import TOOL, git, write
+from fixture import TOOL, git, shell, write
 from test_build import BuildWorld, HAVE_TOOLS
 from test_faults import UNSHARE_SKIP, _group_alive
 from test_keep import add_specials, assert_specials, posix_acl
@@ -100,14 +100,15 @@ class InstallFaultTest(BuildWorld):
         ro = os.path.join(self.tmp, "ro")
         os.makedirs(ro)
         log = os.path.join(self.tmp, "log")
-        script = (
+        script = shell(
             "mount --bind {ro} {ro} && mount -o remount,bind,ro {ro} "
             "|| exit 99\n"
-            "{tool} build --prefix {ro}/libuv >{log}.1 2>&1\n"
-            "echo $? >>{log}.1\n"
+            "{tool} build --prefix {ro_libuv} >{log1} 2>&1\n"
+            "echo $? >>{log1}\n"
             "mount -t tmpfs -o size=1m tmpfs {ro} || exit 99\n"
-            "{tool} build --prefix {ro} >{log}.2 2>&1; echo $? >>{log}.2\n"
-        ).format(ro=ro, log=log, tool=" ".join(self.argv()))
+            "{tool} build --prefix {ro} >{log2} 2>&1; echo $? >>{log2}\n",
+            ro=ro, ro_libuv=os.path.join(ro, "libuv"), log1=log + ".1",
+            log2=log + ".2", tool=self.argv())
         res = subprocess.run(["unshare", "-m", "sh", "-c", script],
                              env=self.env(), stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, timeout=120)
@@ -209,11 +210,12 @@ class InstallFaultTest(BuildWorld):
         rng = random.Random(SEED)
         fake = os.path.join(self.tmp, "slowbin")
         mark = os.path.join(self.tmp, "installing")
-        write(os.path.join(fake, "cmake"), "#!/bin/sh\n"
-              "case \" $* \" in *\" --install \"*)\n"
-              "  touch %s; %s \"$@\"; rc=$?; sleep 0.3; exit $rc;;\n"
-              "esac\nexec %s \"$@\"\n"
-              % (mark, shutil.which("cmake"), shutil.which("cmake")))
+        write(os.path.join(fake, "cmake"), shell(
+            "#!/bin/sh\n"
+            "case \" $* \" in *\" --install \"*)\n"
+            "  touch {mark}; {cmake} \"$@\"; rc=$?; sleep 0.3; exit $rc;;\n"
+            "esac\nexec {cmake} \"$@\"\n",
+            mark=mark, cmake=shutil.which("cmake")))
         os.chmod(os.path.join(fake, "cmake"), 0o755)
         env = self.env({"PATH": fake + os.pathsep + os.environ["PATH"]})
         self.assertOk(self.tool("build", "--prefix", self.prefix))
@@ -285,23 +287,26 @@ class InstallFaultTest(BuildWorld):
         os.makedirs(disk)
         prefix = os.path.join(disk, "libuv")
         log = os.path.join(self.tmp, "log")
-        tool = " ".join(self.argv())
-        script = (
+        script = shell(
             "mount -t tmpfs -o size=2m tmpfs {disk} || exit 99\n"
-            "{tool} build --unpatched --prefix {prefix} >{log}.1 2>&1 "
+            "{tool} build --unpatched --prefix {prefix} >{log1} 2>&1 "
             "|| exit 98\n"
             # Leave 8 KiB: less than the 64 KiB the patched install adds.
             "avail=$(df -k --output=avail {disk} | tail -1)\n"
-            "dd if=/dev/zero of={disk}/filler bs=1k count=$((avail - 8)) "
+            "dd if=/dev/zero of={filler} bs=1k count=$((avail - 8)) "
             "2>/dev/null\n"
-            "{tool} build --prefix {prefix} >{log}.2 2>&1\n"
-            "echo $? >>{log}.2\n"
-            "cp -a {prefix} {tmp}/seen; ls -a {disk} >{log}.ls\n"
-            "rm {disk}/filler\n"
-            "{tool} build --prefix {prefix} >{log}.3 2>&1\n"
-            "echo $? >>{log}.3\n"
-            "cp -a {prefix} {tmp}/after; ls -a {disk} >>{log}.ls\n"
-        ).format(disk=disk, prefix=prefix, log=log, tool=tool, tmp=self.tmp)
+            "{tool} build --prefix {prefix} >{log2} 2>&1\n"
+            "echo $? >>{log2}\n"
+            "cp -a {prefix} {seen}; ls -a {disk} >{logls}\n"
+            "rm {filler}\n"
+            "{tool} build --prefix {prefix} >{log3} 2>&1\n"
+            "echo $? >>{log3}\n"
+            "cp -a {prefix} {after}; ls -a {disk} >>{logls}\n",
+            disk=disk, prefix=prefix, tool=self.argv(),
+            filler=os.path.join(disk, "filler"), log1=log + ".1",
+            log2=log + ".2", log3=log + ".3", logls=log + ".ls",
+            seen=os.path.join(self.tmp, "seen"),
+            after=os.path.join(self.tmp, "after"))
         res = subprocess.run(["unshare", "-m", "sh", "-c", script],
                              env=self.env(), stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, timeout=300)
