@@ -90,7 +90,7 @@ def cmd_refresh(args, manifest):
     from .series.refresh import refresh
     console.step("refresh")
     with Lock(args.out, "refresh"):
-        refresh(manifest, args.out)
+        refresh(manifest, args.out, drop=args.drop)
 
 
 def cmd_check(args, manifest):
@@ -328,7 +328,11 @@ COMMANDS = {
                "(three-way merge in out/rebase)",
                [_add_rebase_options]),
     "refresh": (cmd_refresh, "rewrite patches/ and deps.json from the "
-                "commits in out/<base>/src", [_add_base]),
+                "commits in out/<base>/src",
+                [_add_base, lambda p: p.add_argument(
+                    "--drop", action="store_true",
+                    help="remove the patches (and their proofs) that "
+                         "out/<base>/src no longer has")]),
     "results": (cmd_results, "regenerate docs/results.md from what `test` "
                 "recorded for each base in out/<base>/results/ (no figure "
                 "typed by hand)",

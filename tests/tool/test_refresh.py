@@ -1,7 +1,8 @@
 import json
 import os
+import subprocess
 
-from fixture import World, git, write, sha256, UPSTREAM_FILES
+from fixture import GIT_ENV, World, git, write, sha256, UPSTREAM_FILES
 
 
 class RefreshTest(World):
@@ -143,7 +144,13 @@ class RefreshMetadataTest(World):
         second = git(["rev-parse", "HEAD"], src).stdout.strip()
         git(["reset", "-q", "--hard", "uvpatch-base"], src)
         git(["cherry-pick", second], src)
+        # Not without being told: the patch and its tests would go.
+        before = self.deps_doc()
         res = self.tool("refresh")
+        self.assertFails(res, "would drop 1 patch(es)",
+                         "0001-core-one.patch", "refresh --drop")
+        self.assertEqual(self.deps_doc(), before)
+        res = self.tool("refresh", "--drop")
         self.assertOk(res)
         self.assertIn("removed patches/v0.0.1/0002-timer-two.patch",
                       res.stderr)
@@ -155,3 +162,67 @@ class RefreshMetadataTest(World):
         self.assertEqual(entry["platforms"], ["linux"])
         self.assertFalse(os.path.exists(os.path.join(
             self.patches, "0002-timer-two.patch")))
+
+
+class RefreshMidwayTest(World):
+    """A tree stopped inside a git operation, or detached: its HEAD is
+    not the series, so refresh refuses and changes nothing."""
+
+    def setUp(self):
+        super().setUp()
+        self.make_three_patches()
+        self.deps["series"][2]["proof"] = [
+            {"target": "linux", "cases": ["timer_b/is_twenty"]}]
+        self.save_deps()
+        self.assertOk(self.tool("apply"))
+        self.src = os.path.join(self.work, "src")
+        self.before = (self.deps_doc(), sorted(os.listdir(self.patches)))
+
+    def refused(self, *fragments):
+        res = self.tool("refresh")
+        self.assertFails(res, *fragments)
+        self.assertEqual(res.returncode, 6, res.stderr)
+        self.assertEqual((self.deps_doc(), sorted(os.listdir(self.patches))),
+                         self.before)
+
+    def test_stopped_interactive_rebase(self):
+        # rebase -i with "edit" on the first patch: HEAD is 0001 alone.
+        env = {"GIT_SEQUENCE_EDITOR": "sed -i '1s/^pick/edit/'"}
+        res = subprocess.run(
+            ["git", "rebase", "-i", "uvpatch-base"], cwd=self.src,
+            env=dict(os.environ, **GIT_ENV, **env), stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True)
+        self.assertEqual(res.returncode, 0, res.stderr)
+        self.refused("in the middle of a rebase", "rebase --continue")
+        git(["rebase", "--continue"], self.src)
+        self.assertOk(self.tool("refresh"))
+        self.assertEqual(len(self.base_now()["series"]), 3)
+
+    def test_detached_head(self):
+        git(["checkout", "-q", "HEAD~2"], self.src)
+        self.refused("detached HEAD", "checkout series")
+
+    def test_stopped_cherry_pick_and_am(self):
+        top = git(["rev-parse", "HEAD"], self.src).stdout.strip()
+        git(["reset", "-q", "--hard", "HEAD~1"], self.src)
+        write(os.path.join(self.src, "src", "timer.c"), "int other;\n")
+        git(["commit", "-q", "-a", "-m", "timer: other"], self.src)
+        git(["cherry-pick", top], self.src, check=False)
+        self.refused("in the middle of a cherry-pick")
+        git(["cherry-pick", "--abort"], self.src)
+        mbox = git(["format-patch", "-1", "--stdout", top],
+                   self.src).stdout
+        res = subprocess.run(["git", "am", "-q"], cwd=self.src, input=mbox,
+                             env=dict(os.environ, **GIT_ENV),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+        self.assertNotEqual(res.returncode, 0)
+        self.refused("in the middle of a rebase or am")
+
+    def test_dropped_proof_refused_then_told(self):
+        git(["reset", "-q", "--hard", "HEAD~1"], self.src)
+        self.refused("would drop 1 patch(es)", "0003-timer-b.patch (proof: "
+                     "timer_b/is_twenty)", "--drop")
+        res = self.tool("refresh", "--drop")
+        self.assertOk(res)
+        self.assertEqual(len(self.base_now()["series"]), 2)

@@ -119,9 +119,60 @@ def _check_applied(manifest, state, shown):
                     patches), status=EXIT_STATE)
 
 
-def refresh(manifest, out, src=None, priors=None):
+# What git leaves in .git while an operation is stopped halfway, and
+# how to finish it.
+_MIDWAY = (("rebase-merge", "a rebase", "rebase --continue"),
+           ("rebase-apply", "a rebase or am", "rebase --continue (or am "
+            "--continue)"),
+           ("CHERRY_PICK_HEAD", "a cherry-pick", "cherry-pick --continue"),
+           ("REVERT_HEAD", "a revert", "revert --continue"),
+           ("MERGE_HEAD", "a merge", "merge --continue"))
+
+
+def _check_settled(src, shown):
+    """Refuses a tree stopped inside a git operation, or on a detached
+    HEAD: its HEAD is not the series, and refresh would cut the series
+    to the commits before the stop."""
+    for name, what, how in _MIDWAY:
+        if os.path.lexists(os.path.join(src, ".git", name)):
+            raise UvPatchError(
+                "%s is in the middle of %s: its HEAD is not the whole "
+                "series" % (shown, what),
+                hint="finish it (git -C %s %s) or abort it (--abort), "
+                     "then refresh" % (shown, how), status=EXIT_STATE)
+    if subproc.git(["symbolic-ref", "-q", "HEAD"], cwd=src,
+                   check=False).returncode != 0:
+        raise UvPatchError(
+            "%s has a detached HEAD: it may not be the whole series"
+            % shown,
+            hint="check out the series' branch (git -C %s checkout series, "
+                 "or a branch made at HEAD with git switch -c), then "
+                 "refresh" % shown, status=EXIT_STATE)
+
+
+def _check_dropped(manifest, used, shown):
+    """Refuses to drop a patch of deps.json (and its proof cases) that no
+    commit in ``shown`` carries on, unless told to."""
+    gone = [e for e in manifest.series if id(e) not in used]
+    if not gone:
+        return
+    names = ["%s%s" % (e["file"], " (proof: %s)" % ", ".join(
+        c for p in e["proof"] for c in p.get("cases", []))
+        if e.get("proof") else "") for e in gone]
+    raise UvPatchError(
+        "refresh would drop %d patch(es) that %s no longer has: %s"
+        % (len(gone), shown, "; ".join(names)),
+        hint="to drop them, run `scripts/uvpatch refresh%s --drop`; to keep "
+             "them, put their commits back (git -C %s reflog), or start "
+             "again from patches/ with `scripts/uvpatch apply%s --discard`"
+             % (manifest.base_option, shown, manifest.base_option),
+        status=EXIT_STATE)
+
+
+def refresh(manifest, out, src=None, priors=None, drop=False):
     """``src`` defaults to out/<base>/src; ``priors`` (rebase) gives the old
-    deps.json entry of each commit, as numbering may have shifted."""
+    deps.json entry of each commit, as numbering may have shifted. Unless
+    ``drop``, a patch of deps.json that no commit carries on is refused."""
     own = src is None   # rebase hands a tree it made for the new base
     src = src or os.path.join(out, "src")
     state = read_state(src)
@@ -133,6 +184,7 @@ def refresh(manifest, out, src=None, priors=None):
                                 % (manifest.base_option, shown),
                            status=EXIT_STATE)
     if own:
+        _check_settled(src, shown)
         _check_applied(manifest, state, shown)
     dirty = subproc.git_out(["status", "--porcelain"], cwd=src)
     if dirty:
@@ -158,7 +210,7 @@ def refresh(manifest, out, src=None, priors=None):
         names = format_series(src, base, head, tmp)
         commits = subproc.git_out(["rev-list", "--reverse", "%s..%s"
                                    % (base, head)], cwd=src).split()
-        series, changed = [], []
+        series, changed, used = [], [], set()
         for i, (name, commit) in enumerate(zip(names, commits)):
             path = os.path.join(tmp, name)
             message = subproc.git_out(["log", "-1", "--format=%B", commit],
@@ -170,6 +222,8 @@ def refresh(manifest, out, src=None, priors=None):
                 prior = priors[i]
             else:
                 prior = _prior_entry(name, i, names, old_by_index)
+            if prior:
+                used.add(id(prior))
             entry = dict(prior) if prior else {
                 "file": name, "sha256": "", "platforms": platforms_of(files),
                 "upstream_status": "Pending",
@@ -185,6 +239,8 @@ def refresh(manifest, out, src=None, priors=None):
                     sha256_file(old_path) != entry["sha256"]:
                 changed.append(name)
             series.append(entry)
+        if own and not drop:
+            _check_dropped(manifest, used, shown)
         data = json.loads(json.dumps(manifest.data))
         data["series"] = series
         # Every other patch in the folder goes: when rebase makes an
