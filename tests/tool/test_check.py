@@ -269,3 +269,12 @@ class CheckCommandTest(World):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class CheckWarningsTest(World):
+    def test_no_unclosed_file_under_warnings_as_errors(self):
+        applied_backport(self)
+        res = self.tool("check", env={"PYTHONWARNINGS": "error"})
+        self.assertOk(res)
+        self.assertNotIn("ResourceWarning", res.stderr)
+        self.assertNotIn("Traceback", res.stderr)

@@ -421,9 +421,7 @@ def _fetch_commit(repo, src, commit, depth=None, keep=None):
         why = "does not contain commit %s" % commit
     elif keep:
         subproc.git(["update-ref", keep, commit], cwd=repo)
-    for ref in subproc.git_out(["for-each-ref", "--format=%(refname)",
-                                _FETCHED], cwd=repo).split():
-        subproc.git(["update-ref", "-d", ref], cwd=repo)
+    subproc.delete_refs(_FETCHED, repo)
     return why
 
 
