@@ -203,6 +203,35 @@ class InstallFaultTest(BuildWorld):
             self.assertEqual(os.getxattr(self.prefix,
                                          "system.posix_acl_access"), acl)
 
+    def test_file_written_during_the_install_is_kept(self):
+        """Another program writes into the prefix while CMake stages: the
+        install stops before its swap, the file and the earlier install
+        stay."""
+        self.assertOk(self.tool("build", "--prefix", self.prefix))
+        fake = os.path.join(self.tmp, "plugbin")
+        plugin = os.path.join(self.prefix, "lib", "plugin.so")
+        write(os.path.join(fake, "cmake"), shell(
+            "#!/bin/sh\n"
+            "case \" $* \" in *\" --install \"*)\n"
+            "  echo mine > {plugin};;\n"
+            "esac\nexec {cmake} \"$@\"\n",
+            plugin=plugin, cmake=shutil.which("cmake")))
+        os.chmod(os.path.join(fake, "cmake"), 0o755)
+        res = subprocess.run(
+            self.argv("build", "--unpatched", "--prefix", self.prefix),
+            env=self.env({"PATH": fake + os.pathsep + os.environ["PATH"]}),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.assertFails(res, "changed while the install ran",
+                         "added lib/plugin.so", "nothing was overwritten")
+        self.assertEqual(res.returncode, 6)
+        with open(plugin) as f:
+            self.assertEqual(f.read(), "mine\n")
+        os.unlink(plugin)
+        self.assertEqual(self.whole(), "")
+        self.assertTrue(os.path.exists(os.path.join(
+            self.prefix, "include", "uv", "big.h")))   # still the patched
+        self.assertEqual(self.beside(), [])
+
     def test_kill_during_install(self):
         """kill -9 at random moments of the install and the swap (a
         cmake that pauses after installing widens them); a consumer

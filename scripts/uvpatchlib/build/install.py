@@ -190,6 +190,20 @@ def _check_content(prefix, real):
     return set(installed_files(real)) | {PROVENANCE}
 
 
+def _recheck(prefix, real, ours):
+    """Refuses the swap when the prefix changed since ``ours`` was read."""
+    try:
+        again = _check_content(prefix, real) or set()
+        why = None if again == ours else "its earlier install was replaced"
+    except UvPatchError as e:
+        why = e.message
+    if why:
+        raise UvPatchError(
+            "%s changed while the install ran: %s" % (prefix, why),
+            hint="nothing was overwritten; run `build --prefix` again once "
+                 "nothing else writes there", status=EXIT_STATE)
+
+
 def installed_files(real):
     """The files the earlier install recorded in its provenance file."""
     with open(os.path.join(real, *PROVENANCE.split("/")),
@@ -247,6 +261,9 @@ def install(manifest, variant, prefix, applied=None):
         try:
             files = _stage(manifest, variant, build_dir, new, extra,
                            applied[1] if applied else None)
+            # The prefix again, as it is now: what another program wrote
+            # there while CMake staged is not removed with the old install.
+            _recheck(prefix, real, ours)
         except BaseException:
             remove_tree(new)
             raise
