@@ -232,6 +232,49 @@ class InstallFaultTest(BuildWorld):
             self.prefix, "include", "uv", "big.h")))   # still the patched
         self.assertEqual(self.beside(), [])
 
+    def test_journal_is_checked_before_use(self):
+        """A journal beside the prefix that this tool did not write: the
+        wrong shape, a FIFO, a link to /dev/zero, too large, a path out
+        of the prefix. Refused with a hint, never a traceback or a hang;
+        and a link in the staging folder is never followed."""
+        self.assertOk(self.tool("build", "--prefix", self.prefix))
+        folder, name = os.path.split(self.prefix)
+        journal = os.path.join(folder, ".%s.uvpatch-kept" % name)
+        new = os.path.join(folder, ".%s.uvpatch-new" % name)
+        plants = {
+            "null": lambda: write(journal, "null\n"),
+            "[5]": lambda: write(journal, "[5]\n"),
+            "outside": lambda: write(journal, '["../../etc"]\n'),
+            "fifo": lambda: os.mkfifo(journal),
+            "/dev/zero": lambda: os.symlink("/dev/zero", journal),
+            "large": lambda: write(journal, "[%s]" % ",".join(
+                ['"a"'] * 300000)),
+        }
+        for label, plant in plants.items():
+            plant()
+            res = subprocess.run(
+                self.argv("build", "--prefix", self.prefix),
+                env=self.env(), stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, text=True, timeout=60)
+            self.assertFails(res, "is not a journal this tool wrote")
+            self.assertEqual(res.returncode, 6, label)
+            self.assertEqual(self.whole(), "", label)
+            os.unlink(journal)
+        # A planted journal and a link in the staging folder: the file
+        # the link reaches stays where it is.
+        elsewhere = os.path.join(self.tmp, "elsewhere")
+        write(os.path.join(elsewhere, "secret.txt"), "not yours\n")
+        os.makedirs(new)
+        os.symlink(elsewhere, os.path.join(new, "share2"))
+        write(journal, '["share2/secret.txt"]\n')
+        self.assertOk(self.tool("build", "--prefix", self.prefix))
+        self.assertTrue(os.path.isfile(os.path.join(elsewhere,
+                                                    "secret.txt")))
+        self.assertFalse(os.path.lexists(os.path.join(self.prefix,
+                                                      "share2")))
+        self.assertEqual(self.whole(), "")
+        self.assertEqual(self.beside(), [])
+
     def test_kill_during_install(self):
         """kill -9 at random moments of the install and the swap (a
         cmake that pauses after installing widens them); a consumer
