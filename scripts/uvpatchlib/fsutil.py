@@ -72,7 +72,37 @@ def remove_tree(path):
     if os.path.islink(path) or os.path.isfile(path):
         os.unlink(path)
     elif os.path.isdir(path):
-        shutil.rmtree(path)
+        try:
+            shutil.rmtree(path)
+        except (RecursionError, OSError) as e:
+            # Too deep for rmtree's recursion, or for a path: a killed
+            # run's scratch folder from a crafted source must still go.
+            if isinstance(e, OSError) and e.errno != errno.ENAMETOOLONG:
+                raise
+            _remove_flat(path)
+
+
+def _remove_flat(top):
+    """Removes the folder ``top`` without recursion or long paths: each
+    folder met is moved up to be a child of ``top`` before it is read."""
+    folders, n = [top], 0
+    while n < len(folders):
+        folder = folders[n]
+        n += 1
+        for name in os.listdir(folder):
+            path = os.path.join(folder, name)
+            if stat.S_ISDIR(os.lstat(path).st_mode):
+                if folder != top:
+                    moved = os.path.join(top, ".flat-%d" % len(folders))
+                    while os.path.lexists(moved):
+                        moved += "-"
+                    os.rename(path, moved)
+                    path = moved
+                folders.append(path)
+            else:
+                os.unlink(path)
+    for folder in reversed(folders):
+        os.rmdir(folder)
 
 
 def replace_dir(new, dest):
