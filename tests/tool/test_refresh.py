@@ -226,3 +226,40 @@ class RefreshMidwayTest(World):
         res = self.tool("refresh", "--drop")
         self.assertOk(res)
         self.assertEqual(len(self.base_now()["series"]), 2)
+
+
+class RoundTripTest(World):
+    """What refresh writes, apply takes: a commit that would become a
+    patch apply refuses is refused before anything is written."""
+
+    def setUp(self):
+        super().setUp()
+        self.make_three_patches()
+        self.assertOk(self.tool("apply"))
+        self.src = os.path.join(self.work, "src")
+        self.before = (self.deps_doc(), sorted(os.listdir(self.patches)))
+
+    def refused(self, *fragments):
+        res = self.tool("refresh")
+        self.assertFails(res, "nothing was written", *fragments)
+        self.assertEqual((self.deps_doc(), sorted(os.listdir(self.patches))),
+                         self.before)
+        # The series as it stands still applies in a fresh out/.
+        self.out = os.path.join(self.tmp, "fresh")
+        self.assertOk(self.tool("apply"))
+
+    def test_empty_commit_refused(self):
+        git(["commit", "-q", "--allow-empty", "-m", "core: nothing"],
+            self.src)
+        self.refused("an empty commit")
+
+    def test_non_ascii_file_name_refused(self):
+        write(os.path.join(self.src, "src", "caf\u00e9.c"), "int x;\n")
+        git(["add", "-A"], self.src)
+        git(["commit", "-q", "-m", "core: add a file"], self.src)
+        self.refused("which apply refuses", "no a/ prefix")
+
+    def test_trailing_white_space_refused(self):
+        write(os.path.join(self.src, "src", "timer.c"), "int x; \n")
+        git(["commit", "-q", "-a", "-m", "timer: spaces"], self.src)
+        self.refused("which apply refuses", "trailing whitespace")

@@ -16,6 +16,7 @@ from ..errors import UvPatchError, EXIT_STATE
 from ..fsutil import remove_tree, sha256_file, write_atomic
 from .apply import BASE_TAG, STATE_FILE, read_state, wanted_state
 from .manifest import dump, validate
+from .patchfile import unusable
 
 # --full-index: abbreviated blob ids grow with the repository's object
 # count, so the same series would print differently from a shallow cache
@@ -169,6 +170,44 @@ def _check_dropped(manifest, used, shown):
         status=EXIT_STATE)
 
 
+def _check_round_trip(src, base, head, tmp, names, commits, shown):
+    """Refuses, before anything is written, a series that apply would
+    not take back: an empty commit, a file name git quotes, whitespace
+    damage; applied to the base in an index of its own, the patches must
+    give HEAD's tree."""
+    hint = ("fix the commit in %s (git -C %s rebase -i uvpatch-base: drop "
+            "an empty commit, give a file an ASCII name, remove trailing "
+            "white space), then refresh; nothing was written"
+            % (shown, shown))
+    if len(names) != len(commits):
+        raise UvPatchError(
+            "git format-patch wrote %d patches for the %d commits in %s "
+            "(an empty commit?)" % (len(names), len(commits), shown),
+            hint=hint, status=EXIT_STATE)
+    env = {"GIT_INDEX_FILE": os.path.join(tmp, "round-trip.index")}
+    subproc.git(["read-tree", base], cwd=src, env=env)
+    for name, commit in zip(names, commits):
+        path = os.path.join(tmp, name)
+        with open(path, encoding="utf-8", errors="surrogateescape",
+                  newline="") as f:
+            problem = unusable(f.read())
+        why = problem[0] if problem else None
+        if not why:
+            res = subproc.git(["apply", "--cached", "--whitespace=error",
+                               "--", path], cwd=src, env=env, check=False)
+            why = res.returncode and "git apply says: " + " ".join(
+                res.stderr.split())[:300]
+        if why:
+            raise UvPatchError(
+                "commit %s would become %s, which apply refuses: %s"
+                % (commit[:12], name, why), hint=hint, status=EXIT_STATE)
+    tree = subproc.git_out(["write-tree"], cwd=src, env=env)
+    if tree != subproc.git_out(["rev-parse", head + "^{tree}"], cwd=src):
+        raise UvPatchError(
+            "the patches of %s, applied to the base, do not give its tree"
+            % shown, hint=hint, status=EXIT_STATE)
+
+
 def refresh(manifest, out, src=None, priors=None, drop=False):
     """``src`` defaults to out/<base>/src; ``priors`` (rebase) gives the old
     deps.json entry of each commit, as numbering may have shifted. Unless
@@ -210,6 +249,7 @@ def refresh(manifest, out, src=None, priors=None, drop=False):
         names = format_series(src, base, head, tmp)
         commits = subproc.git_out(["rev-list", "--reverse", "%s..%s"
                                    % (base, head)], cwd=src).split()
+        _check_round_trip(src, base, head, tmp, names, commits, shown)
         series, changed, used = [], [], set()
         for i, (name, commit) in enumerate(zip(names, commits)):
             path = os.path.join(tmp, name)
