@@ -82,6 +82,17 @@ def remove_tree(path):
             _remove_flat(path)
 
 
+def scratch_index(index):
+    """``index``, an index file of the tool's own in out/, made ready:
+    what a killed run left of it goes, its ``.lock`` too, which would
+    make every later git call on it fail with "File exists". Called
+    under the lock on out/<base>, so no other run is using it."""
+    for path in (index + ".lock", index):
+        if os.path.lexists(path):
+            os.unlink(path)
+    return index
+
+
 def _remove_flat(top):
     """Removes the folder ``top`` without recursion or long paths: each
     folder met is moved up to be a child of ``top`` before it is read."""

@@ -45,6 +45,16 @@ class VendorTest(VendorWorld):
         self.assertEqual(prov["patches"], [])
         self.assertFalse(prov["patched"])
 
+    def test_lock_left_by_a_killed_run_is_cleared(self):
+        # kill -9 during git read-tree leaves its .lock beside the index.
+        self.assertOk(self.tool("vendor", self.dest))
+        lock = os.path.join(self.work, ".vendor.index.lock")
+        write(lock, "")
+        write(os.path.join(self.work, ".vendor.index"), "torn")
+        res = self.tool("vendor", "--unpatched", self.dest)
+        self.assertOk(res)
+        self.assertFalse(os.path.lexists(lock))
+
     def test_reproducible(self):
         self.assertOk(self.tool("vendor", self.dest))
         other = os.path.join(self.tmp, "other")

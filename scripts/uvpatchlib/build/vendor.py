@@ -16,7 +16,7 @@ import os
 
 from .. import VERSION, console, subproc
 from ..errors import UvPatchError, EXIT_STATE, EXIT_USAGE
-from ..fsutil import Lock, remove_tree
+from ..fsutil import Lock, remove_tree, scratch_index
 from ..source.gittree import file_ids
 from ..series.apply import BASE_TAG, apply_series
 from . import swap
@@ -115,7 +115,7 @@ def provenance(manifest, patched, tree, files, extra=None, series=None):
 
 def _export(src, rev, work, index):
     """Writes the files of ``rev`` of the repository ``src`` to ``work``."""
-    env = {"GIT_INDEX_FILE": index, "GIT_WORK_TREE": work}
+    env = {"GIT_INDEX_FILE": scratch_index(index), "GIT_WORK_TREE": work}
     try:
         subproc.git(["read-tree", rev], cwd=src, env=env)
         subproc.git(["checkout-index", "-a", "-f"], cwd=src, env=env)

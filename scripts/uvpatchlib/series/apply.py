@@ -13,7 +13,8 @@ from .. import console, subproc
 from ..errors import UvPatchError, EXIT_APPLY, EXIT_STATE
 from ..source.extract import copy_tree
 from ..source.fetch import Fetcher
-from ..fsutil import remove_tree, replace_dir, recover_dir, write_atomic
+from ..fsutil import (remove_tree, replace_dir, recover_dir, scratch_index,
+                      write_atomic)
 from .patchfile import Patch, hunk_ranges_of_diff, unusable
 
 STATE_FILE = "uvpatch-state.json"
@@ -325,7 +326,7 @@ def export_commit(src, commit, dest):
     work = dest + ".new"
     remove_tree(work)
     os.makedirs(work)
-    index = dest + ".index"
+    index = scratch_index(dest + ".index")
     env = {"GIT_INDEX_FILE": os.path.abspath(index),
            "GIT_WORK_TREE": os.path.abspath(work)}
     try:
