@@ -450,6 +450,8 @@ def main(argv=None):
     try:
         if args.out:
             check_out(args.out_root, args.repo)
+        from .series.refresh import undo_interrupted
+        undo_interrupted(args.repo)
         manifest = load(args.repo, base=_base_of(args))
         # Each base works in a folder of its own: bases never overwrite
         # each other's trees and builds.

@@ -1,8 +1,9 @@
 import json
 import os
 import subprocess
+import sys
 
-from fixture import GIT_ENV, World, git, write, sha256, UPSTREAM_FILES
+from fixture import GIT_ENV, REPO, World, git, write, sha256, UPSTREAM_FILES
 
 
 class RefreshTest(World):
@@ -263,3 +264,49 @@ class RoundTripTest(World):
         write(os.path.join(self.src, "src", "timer.c"), "int x; \n")
         git(["commit", "-q", "-a", "-m", "timer: spaces"], self.src)
         self.refused("which apply refuses", "trailing whitespace")
+
+
+# A refresh killed (os._exit, as kill -9: no cleanup runs) when it comes
+# to write deps.json, its patches written.
+KILLED_REFRESH = r"""
+import os, sys
+sys.path.insert(0, sys.argv[1])
+from uvpatchlib.series import refresh
+real = refresh.write_atomic
+def write_atomic(path, data, tmp=None):
+    if os.path.basename(path) == "deps.json":
+        os._exit(137)
+    return real(path, data, tmp)
+refresh.write_atomic = write_atomic
+from uvpatchlib.cli import main
+sys.exit(main(["--repo", sys.argv[2], "--out", sys.argv[3], "refresh"]))
+"""
+
+
+class KilledRefreshTest(World):
+    def test_next_command_repairs_a_killed_refresh(self):
+        self.make_three_patches()
+        self.assertOk(self.tool("apply"))
+        src = os.path.join(self.work, "src")
+        write(os.path.join(src, "src", "timer.c"), "int timer_a = 9;\n")
+        git(["commit", "-q", "-a", "-m", "timer: set timer_a"], src)
+        before = (self.deps_doc(), sorted(os.listdir(self.patches)))
+        res = subprocess.run(
+            [sys.executable, "-c", KILLED_REFRESH, os.path.join(
+                REPO, "scripts"), self.root, self.out],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.assertEqual(res.returncode, 137, res.stderr)
+        # Any command: patches/ and deps.json agree again.
+        res = self.tool("apply")
+        self.assertEqual(res.returncode, 6, res.stderr)  # src's new commit
+        self.assertIn("interrupted", res.stderr)
+        self.assertEqual((self.deps_doc(), sorted(os.listdir(self.patches))),
+                         before)
+        self.assertEqual([n for n in os.listdir(self.root)
+                          if n.startswith(".")], [])
+        # And the refresh the hint names finishes the work.
+        self.assertOk(self.tool("refresh"))
+        self.assertIn("0004-timer-set-timer_a.patch",
+                      os.listdir(self.patches))
+        self.out = os.path.join(self.tmp, "fresh")
+        self.assertOk(self.tool("apply"))

@@ -13,7 +13,7 @@ import tempfile
 
 from .. import console, subproc
 from ..errors import UvPatchError, EXIT_STATE
-from ..fsutil import remove_tree, sha256_file, write_atomic
+from ..fsutil import Lock, remove_tree, sha256_file, write_atomic
 from .apply import BASE_TAG, STATE_FILE, read_state, wanted_state
 from .manifest import dump, validate
 from .patchfile import unusable
@@ -79,15 +79,98 @@ def _read_or_none(path):
 
 
 def _restore(before):
-    """Puts back the files ``before`` recorded ({path: bytes or None})."""
+    """Puts back the files ``before`` recorded ({path: bytes or None});
+    True when every one is back."""
+    whole = True
     for path, data in before.items():
         try:
+            if os.path.isfile(path) and _read_or_none(path) == data:
+                continue    # never written (a read-only folder)
             if data is None:
                 remove_tree(path)
             else:
                 write_atomic(path, data)
         except OSError:
-            pass  # the error being raised says what went wrong
+            whole = False   # the error being raised says what went wrong
+    return whole
+
+
+# While refresh writes patches/ and deps.json, the repository root holds
+# what they were, so that a kill between two writes is undone by the next
+# command (see undo_interrupted): a folder with "files.json" (relative
+# path: index of its copy, or null for a file that did not exist) and the
+# copies. Made whole beside it, then renamed into place.
+JOURNAL = ".refresh-journal"
+
+
+def _write_journal(root, before):
+    journal = os.path.join(root, JOURNAL)
+    staged = journal + ".new"
+    remove_tree(staged)
+    os.makedirs(staged)
+    listing = {}
+    for k, (path, data) in enumerate(sorted(before.items())):
+        rel = os.path.relpath(path, root).replace(os.sep, "/")
+        listing[rel] = None if data is None else str(k)
+        if data is not None:
+            write_atomic(os.path.join(staged, str(k)), data)
+    write_atomic(os.path.join(staged, "files.json"),
+                 json.dumps(listing, indent=2) + "\n")
+    os.rename(staged, journal)
+
+
+def _drop_journal(root):
+    journal = os.path.join(root, JOURNAL)
+    if os.path.lexists(journal):
+        os.rename(journal, journal + ".old")
+    for left in (journal + ".old", journal + ".new"):
+        remove_tree(left)
+
+
+def _journal_lock(root):
+    # The root folder itself, so no lock file stays in the repository.
+    return Lock(root, "refresh", wait=True, name=None)
+
+
+def undo_interrupted(root):
+    """Puts patches/ and deps.json back as they were before a refresh that
+    was killed while it wrote them; True when it did. Run by every command
+    before deps.json is read, so any of them repairs the repository."""
+    journal = os.path.join(root, JOURNAL)
+    if not any(os.path.lexists(journal + end) for end in ("", ".new",
+                                                          ".old")):
+        return False
+    with _journal_lock(root):
+        listing = None
+        try:
+            with open(os.path.join(journal, "files.json"),
+                      encoding="utf-8") as f:
+                listing = json.load(f)
+        except (OSError, ValueError):
+            pass    # not renamed into place: nothing was written yet
+        if not isinstance(listing, dict):
+            _drop_journal(root)
+            return False
+        before = {}
+        for rel, copy in listing.items():
+            parts = str(rel).split("/")
+            if parts[0] not in ("patches", "deps.json") or ".." in parts:
+                continue
+            data = None
+            if copy is not None:
+                with open(os.path.join(journal, str(copy)), "rb") as f:
+                    data = f.read()
+            before[os.path.join(root, *parts)] = data
+        if not _restore(before):
+            raise UvPatchError(
+                "cannot put back patches/ and deps.json as they were before "
+                "an interrupted refresh (%s)" % journal,
+                hint="make them writable, then run the command again",
+                status=EXIT_STATE)
+        _drop_journal(root)
+    console.note("put back patches/ and deps.json as they were before a "
+                 "refresh that was interrupted; run refresh again")
+    return True
 
 
 def _check_applied(manifest, state, shown):
@@ -244,8 +327,12 @@ def refresh(manifest, out, src=None, priors=None, drop=False):
     patches_dir = manifest.patch_dir
     os.makedirs(patches_dir, exist_ok=True)
     old_by_index = list(manifest.series)
-    with tempfile.TemporaryDirectory(prefix=".refresh-",
-                                     dir=manifest.root) as tmp:
+    # Scratch in out/, under its lock: what a killed run left there goes.
+    os.makedirs(out, exist_ok=True)
+    for name in os.listdir(out):
+        if name.startswith(".refresh-"):
+            remove_tree(os.path.join(out, name))
+    with tempfile.TemporaryDirectory(prefix=".refresh-", dir=out) as tmp:
         names = format_series(src, base, head, tmp)
         commits = subproc.git_out(["rev-list", "--reverse", "%s..%s"
                                    % (base, head)], cwd=src).split()
@@ -300,25 +387,32 @@ def refresh(manifest, out, src=None, priors=None, drop=False):
                  staged)
         # patches/ and deps.json change together or not at all: if a
         # write fails (a full disk, a read-only file), undo the others.
-        before = {}
-        try:
-            for name in names:
-                if name in changed:
-                    path = os.path.join(patches_dir, name)
-                    before[path] = _read_or_none(path)
-                    with open(os.path.join(tmp, name), "rb") as f:
-                        write_atomic(path, f.read())
-            for name in removed:
-                path = os.path.join(patches_dir, name)
-                before[path] = _read_or_none(path)
-                remove_tree(path)
-            text = dump(doc)
-            with open(manifest.path, encoding="utf-8") as f:
-                if f.read() != text:
+        text = dump(doc)
+        with open(manifest.path, encoding="utf-8") as f:
+            new_deps = f.read() != text
+        before = {os.path.join(patches_dir, name): _read_or_none(
+            os.path.join(patches_dir, name)) for name in removed
+            + [n for n in names if n in changed]}
+        if new_deps:
+            before[manifest.path] = _read_or_none(manifest.path)
+        with _journal_lock(manifest.root):
+            if before:
+                _write_journal(manifest.root, before)
+            try:
+                for name in names:
+                    if name in changed:
+                        with open(os.path.join(tmp, name), "rb") as f:
+                            write_atomic(os.path.join(patches_dir, name),
+                                         f.read())
+                for name in removed:
+                    remove_tree(os.path.join(patches_dir, name))
+                if new_deps:
                     write_atomic(manifest.path, text)
-        except BaseException:
-            _restore(before)
-            raise
+            except BaseException:
+                if _restore(before):
+                    _drop_journal(manifest.root)
+                raise
+            _drop_journal(manifest.root)
     # out/<base>/src matches patches/ again: record it, so apply is a no-op.
     state["patches"] = [{"file": e["file"], "sha256": e["sha256"],
                          "commit": c} for e, c in zip(series, commits)]
