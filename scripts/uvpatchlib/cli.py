@@ -450,6 +450,9 @@ def main(argv=None):
     try:
         if args.out:
             check_out(args.out_root, args.repo)
+        if args.command in ("build", "test", "bench", "upstream") or \
+                getattr(args, "bisect", False):
+            check_cmake_paths(args.out_root, args.repo)
         from .series.refresh import undo_interrupted
         undo_interrupted(args.repo)
         manifest = load(args.repo, base=_base_of(args))
@@ -509,6 +512,21 @@ def check_out(out_root, repo):
             hint="use out/ (the default) or a folder outside the "
                  "repository's patches/, scripts/, tests/ and ci/",
             status=EXIT_USAGE)
+
+
+def check_cmake_paths(out_root, repo):
+    """Refuses, before any work, a checkout or work folder whose path has
+    a line break: CMake writes the paths into lines of its files."""
+    for path, what, hint in (
+            (os.path.abspath(repo), "the checkout", "clone the repository "
+             "into a folder whose path has no line break (CMake builds "
+             "its tests/ from there)"),
+            (out_root, "the work folder", "pass --out DIR, a folder whose "
+             "path has no line break")):
+        if "\n" in path or "\r" in path:
+            raise UvPatchError(
+                "%s %r has a line break in its path, which CMake cannot "
+                "take" % (what, path), hint=hint, status=EXIT_USAGE)
 
 
 def _inside(path, folder):

@@ -82,6 +82,37 @@ def remove_tree(path):
             _remove_flat(path)
 
 
+def out_of_space(folder):
+    """True when the disk of ``folder`` cannot take 64 KiB more: asked
+    after a write failed, to name a full disk as the cause (git says
+    "unable to write file" for each file, never why)."""
+    try:
+        fd, path = tempfile.mkstemp(prefix=".tmp-space-", dir=folder)
+    except OSError as e:
+        return e.errno in (errno.ENOSPC, errno.EDQUOT)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(b"\0" * (64 << 10))
+            f.flush()
+            os.fsync(f.fileno())
+        return False
+    except OSError as e:
+        return e.errno in (errno.ENOSPC, errno.EDQUOT)
+    finally:
+        _unlink_quietly(path)
+
+
+def no_space(folder, what, detail="", status=EXIT_STATE):
+    """The error for a write that failed as the disk of ``folder`` is
+    full: it names the disk, not the source or the command that wrote."""
+    return UvPatchError(
+        "no space left on the disk of %s (No space left on device) while "
+        "%s%s" % (folder, what, ": " + detail if detail else ""),
+        hint="free space on that disk (or move the work folder with --out, "
+             "the cache with XDG_CACHE_HOME), then run the command again; "
+             "nothing half-written is kept", status=status)
+
+
 def scratch_index(index):
     """``index``, an index file of the tool's own in out/, made ready:
     what a killed run left of it goes, its ``.lock`` too, which would

@@ -844,6 +844,51 @@ class FullDiskTest(Series):
         self.check("out/ on it, cache elsewhere", ["60k", "160k"],
                    self.cache, self.disk + "/out")
 
+    def test_full_cache_is_named_and_no_other_source_tried(self):
+        """A full cache disk is no fault of the source, and the next
+        source would fill it too: one error naming the disk."""
+        bundle = os.path.join(self.tmp, "up.bundle")
+        git(["bundle", "create", bundle, "--all"], self.upstream)
+        log = os.path.join(self.tmp, "log")
+        cache = os.path.join(self.disk, "cache")
+        named = 0
+        for size in ("16k", "48k", "120k"):
+            self.in_tmpfs(size, shell("mkdir -p {cache}\nUVPATCH_SOURCE={b} ",
+                                      cache=cache, b=bundle)
+                          + self.tool_line(["fetch"], log, cache))
+            rc, err = self.read_log(log)
+            if rc == 0:
+                continue
+            named += 1
+            self.assertEqual(rc, 4, err)
+            self.assertIn("no space left on the disk of %s" % cache, err)
+            self.assertIn("hint: free space", err)
+            self.assertNotIn("tried", err)
+            self.assertNotIn("git file://", err)
+        self.assertGreater(named, 0, "no size was too small")
+
+    def test_vendor_on_a_full_disk_and_into_a_mount_point(self):
+        self.assertOk(self.tool("apply"))   # cache and out/ elsewhere
+        log = os.path.join(self.tmp, "log")
+        named = 0
+        for size in ("8k", "12k"):
+            self.in_tmpfs(size, self.tool_line(
+                ["vendor", os.path.join(self.disk, "libuv")], log))
+            rc, err = self.read_log(log)
+            if rc == 0:
+                continue
+            named += 1
+            self.assertIn("no space left on the disk of %s" % self.disk,
+                          err)
+            self.assertIn("hint: free space", err)
+            self.assertLess(len(err.splitlines()), 10, err)
+        self.assertGreater(named, 0, "no size was too small")
+        self.in_tmpfs("1m", self.tool_line(["vendor", self.disk], log))
+        rc, err = self.read_log(log)
+        self.assertEqual(rc, 2, err)
+        self.assertIn("is a mount point", err)
+        self.assertNotIn("=== ", err)
+
     def test_tarball_on_a_full_disk(self):
         """A full disk is named as one: not a damaged tarball while it is
         unpacked into the cache, nor a raw list of every file while the

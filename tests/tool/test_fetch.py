@@ -16,7 +16,8 @@ def make_tarball(path, folder, top="fake-1.0", tamper=None):
             for name in sorted(files):
                 full = os.path.join(dirpath, name)
                 rel = os.path.relpath(full, folder)
-                data = open(full, "rb").read()
+                with open(full, "rb") as f:
+                    data = f.read()
                 if tamper and rel == tamper:
                     data += b"/* tampered */\n"
                 info = tarfile.TarInfo(top + "/" + rel)

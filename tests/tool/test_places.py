@@ -59,6 +59,26 @@ class PrefixPlaceTest(World):
             self.assertFalse(os.path.exists(prefix))
 
 
+class LineBreakPlaceTest(World):
+    def test_line_break_in_the_work_folder_or_checkout_refused(self):
+        self.out = os.path.join(self.tmp, "out\ndir")
+        for command in (["build"], ["test", "--base", self.base]):
+            res = self.tool(*command)
+            self.assertFails(res, "the work folder", "line break",
+                             "pass --out DIR")
+            self.assertEqual(res.returncode, 2)
+            self.assertNotIn("===", res.stderr)
+        self.out = os.path.join(self.tmp, "out")
+        root = os.path.join(self.tmp, "new\nuser")
+        shutil.copytree(self.root, root)
+        self.root = root
+        res = self.tool("build")
+        self.assertFails(res, "the checkout", "line break",
+                         "clone the repository")
+        self.assertNotIn("===", res.stderr)
+        self.assertFalse(os.path.exists(self.out))
+
+
 class CachePlaceTest(World):
     def test_relative_xdg_cache_home_is_ignored(self):
         home = os.path.join(self.tmp, "home")

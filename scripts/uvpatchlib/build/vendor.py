@@ -15,8 +15,9 @@ import json
 import os
 
 from .. import VERSION, console, subproc
-from ..errors import UvPatchError, EXIT_STATE, EXIT_USAGE
-from ..fsutil import Lock, remove_tree, scratch_index
+from ..errors import UvPatchError, EXIT_FAILURE, EXIT_STATE, EXIT_USAGE
+from ..fsutil import (Lock, no_space, out_of_space, remove_tree,
+                      scratch_index)
 from ..source.gittree import file_ids
 from ..series.apply import BASE_TAG, apply_series
 from . import swap
@@ -54,6 +55,12 @@ def check_dest(dest, manifest, out):
         raise UvPatchError("%s exists and is not a folder" % dest,
                            hint="remove it or choose another DEST",
                            status=EXIT_USAGE)
+    if os.path.isdir(real) and os.path.ismount(real):
+        raise UvPatchError(
+            "%s is a mount point: the export is swapped in by renaming "
+            "DEST, which a mount point cannot be" % dest,
+            hint="export into a folder inside it, e.g. %s"
+                 % os.path.join(dest, "libuv"), status=EXIT_USAGE)
 
 
 def local_edits(dest, name=PROVENANCE):
@@ -119,6 +126,11 @@ def _export(src, rev, work, index):
     try:
         subproc.git(["read-tree", rev], cwd=src, env=env)
         subproc.git(["checkout-index", "-a", "-f"], cwd=src, env=env)
+    except UvPatchError as e:
+        if out_of_space(work):
+            raise no_space(os.path.dirname(work), "exporting the tree",
+                           e.message.split("\n")[0][:200], EXIT_FAILURE)
+        raise
     finally:
         remove_tree(index)
 

@@ -26,7 +26,8 @@ from ..errors import UvPatchError, EXIT_FETCH
 from .extract import (MAX_TOTAL, NOT_A_SOURCE, NotARegularFile, copy_tree,
                       extract_tarball, open_regular, source_kind,
                       tree_problem, write_failed)
-from ..fsutil import Lock, remove_tree, sha256_file, write_atomic
+from ..fsutil import (Lock, no_space, out_of_space, remove_tree, sha256_file,
+                      write_atomic)
 from . import gitref
 from .cache import CacheEntry, cache_root
 from .gittree import tree_id
@@ -165,7 +166,16 @@ class Fetcher:
         os.makedirs(self.cache, exist_ok=True)
         tmp = tempfile.mkdtemp(prefix=".tmp-", dir=self.cache)
         try:
-            info = produce(tmp)
+            try:
+                info = produce(tmp)
+            except (Unavailable, UvPatchError, OSError) as e:
+                # A full cache disk is not the source's fault, and the
+                # next source would fill it all the same.
+                if out_of_space(self.cache):
+                    raise no_space(self.cache, "fetching from %s" % label,
+                                   (getattr(e, "message", None) or str(e))
+                                   .split("\n")[0][:200], EXIT_FETCH)
+                raise
             odd = tree_problem(os.path.join(tmp, "tree"))
             if odd:
                 raise UvPatchError("%s: %s" % (label, odd),
