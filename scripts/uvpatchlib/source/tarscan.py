@@ -23,8 +23,10 @@ MAX_LONG_NAME = 4 << 10
 MAX_DEPTH = 32
 _PAX_TYPES = (b"x", b"g", b"X")
 _LONG_TYPES = (b"L", b"K")
-# Old GNU sparse members carry extra header blocks; libuv has none.
+# Old GNU sparse members carry extra header blocks (libuv has none; the
+# size caps refuse a large one).
 _SPARSE = b"S"
+_MAX_SPARSE_BLOCKS = 64
 
 
 class BadTarball(Exception):
@@ -154,8 +156,18 @@ def scan(f, max_members):
                     raise BadTarball("a global pax header that sets a size")
                 (pax_global if kind == b"g" else pax).update(records)
             continue
-        if kind == _SPARSE:
-            raise BadTarball("a sparse member (libuv's tarballs have none)")
+        if kind == _SPARSE and block[482]:
+            # Old GNU sparse: more maps follow in blocks of their own, each
+            # saying whether another comes; tarfile reads them all.
+            for _ in range(_MAX_SPARSE_BLOCKS):
+                more = stream.read(_BLOCK)
+                if len(more) < _BLOCK:
+                    return members
+                if not more[504]:
+                    break
+            else:
+                raise BadTarball("a sparse member with more than %d map "
+                                 "blocks" % _MAX_SPARSE_BLOCKS)
         for name in _names(block, {**pax_global, **pax}, long_name):
             if _depth(name) > MAX_DEPTH:
                 raise BadTarball(
