@@ -828,6 +828,7 @@ class FullDiskTest(Series):
             self.assertNotIn("Traceback", err1)
             # A full disk is not a patch that does not apply.
             self.assertNotIn("does not apply", err1)
+            self.assertIn("no space left on the disk of", err1)
             self.assertEqual(half, [], "half-done work left on a full disk")
             first = [ln for ln in err1.splitlines()
                      if ln.startswith("error")][0]
