@@ -105,12 +105,14 @@ def out_of_space(folder):
 def no_space(folder, what, detail="", status=EXIT_STATE):
     """The error for a write that failed as the disk of ``folder`` is
     full: it names the disk, not the source or the command that wrote."""
-    return UvPatchError(
+    error = UvPatchError(
         "no space left on the disk of %s (No space left on device) while "
         "%s%s" % (folder, what, ": " + detail if detail else ""),
         hint="free space on that disk (or move the work folder with --out, "
              "the cache with XDG_CACHE_HOME), then run the command again; "
              "nothing half-written is kept", status=status)
+    error.full_disk = True  # no other source or step would fare better
+    return error
 
 
 def scratch_index(index):

@@ -124,6 +124,8 @@ class Fetcher:
                 console.note("%s: %s" % (label, e))
                 tried.append("%s: %s" % (label, e))
             except UvPatchError as e:
+                if getattr(e, "full_disk", False):
+                    raise
                 console.note("%s: refused: %s" % (label, e.message))
                 tried.append("%s: refused: %s" % (label, e.message))
         raise UvPatchError(
