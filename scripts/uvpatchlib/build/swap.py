@@ -41,15 +41,18 @@ def foreign(dest, ours):
         for k in range(1, len(parts)):
             keep_dirs.add("/".join(parts[:k]))
     found = []
-
-    def walk(folder, prefix):
+    # A stack, not recursion: only folders of ``ours`` are entered, but
+    # a user's prefix may be deep.
+    stack = [(dest, "")]
+    while stack:
+        folder, prefix = stack.pop()
         with os.scandir(folder) as it:
             entries = sorted(it, key=lambda d: d.name)
         for d in entries:
             rel = prefix + d.name
             mode = d.stat(follow_symlinks=False).st_mode
             if stat.S_ISDIR(mode) and rel in keep_dirs:
-                walk(d.path, rel + "/")
+                stack.append((d.path, rel + "/"))
             elif stat.S_ISDIR(mode) or not (stat.S_ISREG(mode)
                                             or stat.S_ISLNK(mode)):
                 found.append(rel)
@@ -57,8 +60,7 @@ def foreign(dest, ours):
                 found.append(rel)
             # Other files and links are ours, or local edits the caller
             # has refused or been told to overwrite (--force).
-    walk(dest, "")
-    return found
+    return sorted(found)
 
 
 def copy_folder_meta(src, dst):
