@@ -68,7 +68,12 @@ class Fetcher:
                   wait=True, name="uvpatch.lock"):
             for name in os.listdir(self.cache):
                 if name.startswith(".tmp-"):
-                    remove_tree(os.path.join(self.cache, name))
+                    try:
+                        remove_tree(os.path.join(self.cache, name))
+                    except OSError as e:
+                        # Not in the way: the fetch makes its own.
+                        console.note("cannot remove %s, left by an "
+                                     "interrupted fetch: %s" % (name, e))
             return self._fetch(source, also)
 
     def _fetch(self, source, also=()):
