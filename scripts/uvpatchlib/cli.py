@@ -468,7 +468,11 @@ def main(argv=None):
     except OSError as e:
         # Something changed under our feet (a file removed while we ran,
         # a full disk, a permission): say what, without a traceback.
-        print("error: %s" % e, file=sys.stderr)
+        if e.errno in (errno.ENOSPC, errno.EDQUOT):
+            print("error: no space left on the disk of %s (%s)"
+                  % (e.filename or "the work folder", e), file=sys.stderr)
+        else:
+            print("error: %s" % e, file=sys.stderr)
         print("hint: " + os_error_hint(e), file=sys.stderr)
         return 1
     except KeyboardInterrupt:

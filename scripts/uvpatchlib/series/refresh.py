@@ -107,16 +107,20 @@ def _write_journal(root, before):
     journal = os.path.join(root, JOURNAL)
     staged = journal + ".new"
     remove_tree(staged)
-    os.makedirs(staged)
-    listing = {}
-    for k, (path, data) in enumerate(sorted(before.items())):
-        rel = os.path.relpath(path, root).replace(os.sep, "/")
-        listing[rel] = None if data is None else str(k)
-        if data is not None:
-            write_atomic(os.path.join(staged, str(k)), data)
-    write_atomic(os.path.join(staged, "files.json"),
-                 json.dumps(listing, indent=2) + "\n")
-    os.rename(staged, journal)
+    try:
+        os.makedirs(staged)
+        listing = {}
+        for k, (path, data) in enumerate(sorted(before.items())):
+            rel = os.path.relpath(path, root).replace(os.sep, "/")
+            listing[rel] = None if data is None else str(k)
+            if data is not None:
+                write_atomic(os.path.join(staged, str(k)), data)
+        write_atomic(os.path.join(staged, "files.json"),
+                     json.dumps(listing, indent=2) + "\n")
+        os.rename(staged, journal)
+    except BaseException:
+        remove_tree(staged)
+        raise
 
 
 def _drop_journal(root):
