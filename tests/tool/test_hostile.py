@@ -37,9 +37,11 @@ def _add(tar, name, kind=tarfile.REGTYPE, data=b"", link=""):
     tar.addfile(info, io.BytesIO(data) if data else None)
 
 
-def raw_header(name, size, kind):
+def raw_header(name, size, kind, odd_checksum=False):
     """One ustar header block, its checksum right, as a crafted archive
-    would carry it past tarfile's writer."""
+    would carry it past tarfile's writer; ``odd_checksum``: written after
+    a character that str.strip() takes for white space, as tarfile does,
+    and bytes.strip() does not."""
     block = bytearray(512)
     block[0:len(name)] = name
     block[100:108] = b"0000644\0"
@@ -49,7 +51,8 @@ def raw_header(name, size, kind):
     block[257:263] = b"ustar\0"
     block[263:265] = b"00"
     block[148:156] = b" " * 8
-    block[148:156] = b"%06o\0 " % sum(block)
+    block[148:156] = (b"\x1c%06o\0" if odd_checksum else b"%06o\0 ") \
+        % sum(block)
     return bytes(block)
 
 
@@ -148,6 +151,17 @@ def corpus(folder, upstream, outside):
                 b"././@PaxHeader", pax_record(b"comment", b"%d" % k), b"x")
                 for k in range(3)) + raw_member(b"fake-1.0/s", b"x\n",
                                                 b"0")))
+    # A deep member behind a header the scan could misread: an old tar's
+    # folder (a regular file named with a slash: no data, whatever its
+    # size says), an odd but valid checksum field.
+    deep = raw_member(b"././@LongLink", b"fake-1.0/" + b"d/" * 100 + b"f\0",
+                      b"L") + raw_member(b"fake-1.0/f", b"x\n", b"0")
+    tarball("v7-folder-hides-deep", "101 folders deep",
+            lambda tar: _append_raw(tar, raw_header(
+                b"fake-1.0/v7/", 512, b"\0") + deep))
+    tarball("odd-checksum-hides-deep", "101 folders deep",
+            lambda tar: _append_raw(tar, raw_header(
+                b"fake-1.0/odd", 0, b"0", odd_checksum=True) + deep))
     # A gzip stream cut short: damaged, not a reason to blame the disk.
     good = os.path.join(folder, "good.tar.gz")
     with tarfile.open(good, "w:gz") as tar:

@@ -57,9 +57,9 @@ def _number(field):
             n = (n << 8) + byte
         return -(256 ** (len(field) - 1) - n) if field[:1] == b"\xff" \
             else n
-    text = field.split(b"\0", 1)[0].strip()
-    try:
-        return int(text or b"0", 8)
+    try:    # as tarfile: ASCII, cut at NUL, str's idea of white space
+        text = field.split(b"\0", 1)[0].decode("ascii").strip()
+        return int(text or "0", 8)
     except ValueError:
         return None
 
@@ -154,8 +154,14 @@ def scan(f, max_members):
                 records = _pax_records(data)
                 if kind == b"g" and b"size" in records:
                     raise BadTarball("a global pax header that sets a size")
+                if any(k.startswith(b"GNU.sparse.") for k in records):
+                    # tarfile reads their maps from the data, unbounded.
+                    raise BadTarball("a GNU sparse member (libuv's "
+                                     "tarballs have none)")
                 (pax_global if kind == b"g" else pax).update(records)
             continue
+        if kind == b"\0" and block[0:100].split(b"\0", 1)[0].endswith(b"/"):
+            kind = b"5"     # an old tar's folder, as tarfile reads it
         if kind == _SPARSE and block[482]:
             # Old GNU sparse: more maps follow in blocks of their own, each
             # saying whether another comes; tarfile reads them all.
