@@ -162,6 +162,13 @@ def corpus(folder, upstream, outside):
     tarball("odd-checksum-hides-deep", "101 folders deep",
             lambda tar: _append_raw(tar, raw_header(
                 b"fake-1.0/odd", 0, b"0", odd_checksum=True) + deep))
+    # A tar whose first name starts as a gzip stream: tarfile reads it
+    # either way, the scan cannot know which.
+    both = os.path.join(folder, "polyglot.tar")
+    with open(both, "wb") as f:
+        f.write(raw_member(b"\x1f\x8b/README.md", b"x\n", b"0")
+                + b"\0" * 1024)
+    made["polyglot"] = (both, "both a tar header and a compressed stream")
     # A gzip stream cut short: damaged, not a reason to blame the disk.
     good = os.path.join(folder, "good.tar.gz")
     with tarfile.open(good, "w:gz") as tar:

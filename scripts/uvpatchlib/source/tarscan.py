@@ -38,7 +38,14 @@ def _stream(f):
     block is a header, else by the compressor's magic number."""
     first = f.read(_BLOCK)
     f.seek(0)
+    packed = first[:2] == b"\x1f\x8b" or first[:3] == b"BZh" or \
+        first[:6] == b"\xfd7zXZ\x00"
     if len(first) == _BLOCK and _is_header(first):
+        if packed:
+            # tarfile would fall back to the compressed reading if the
+            # plain one failed further on: which one it uses is unclear.
+            raise BadTarball("its start is both a tar header and a "
+                             "compressed stream")
         return f
     if first[:2] == b"\x1f\x8b":
         return gzip.GzipFile(fileobj=f, mode="rb")
