@@ -27,7 +27,6 @@ into one prefix wait for each other.
 """
 
 import fnmatch
-import json
 import os
 import shlex
 
@@ -38,7 +37,7 @@ from ..source.gittree import file_ids
 from ..series.apply import BASE_TAG
 from . import swap
 from .cmake import _common_args, _configure, _ninja
-from .vendor import _inside, local_edits, provenance
+from .vendor import _inside, local_edits, provenance, read_provenance
 
 PROVENANCE = "share/uvpatch/UVPATCH.json"
 
@@ -206,9 +205,8 @@ def _recheck(prefix, real, ours):
 
 def installed_files(real):
     """The files the earlier install recorded in its provenance file."""
-    with open(os.path.join(real, *PROVENANCE.split("/")),
-              encoding="utf-8") as f:
-        return json.load(f)["files"]
+    return read_provenance(os.path.join(real, *PROVENANCE.split("/")))[
+        "files"]
 
 
 def check_prefix(prefix, manifest):

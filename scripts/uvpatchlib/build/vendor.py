@@ -18,6 +18,7 @@ from .. import VERSION, console, subproc
 from ..errors import UvPatchError, EXIT_FAILURE, EXIT_STATE, EXIT_USAGE
 from ..fsutil import (Lock, no_space, out_of_space, remove_tree,
                       scratch_index)
+from ..source.extract import NotARegularFile, open_regular
 from ..source.gittree import file_ids
 from ..series.apply import BASE_TAG, apply_series
 from . import swap
@@ -63,13 +64,34 @@ def check_dest(dest, manifest, out):
                  % os.path.join(dest, "libuv"), status=EXIT_USAGE)
 
 
+# A provenance file lists every file of a libuv tree: some 100 KiB.
+_PROVENANCE_MAX = 16 << 20
+
+
+def read_provenance(path):
+    """The provenance file at ``path``, parsed; None for anything but a
+    small regular file of JSON (a FIFO there would block, a link to
+    /dev/zero never end)."""
+    try:
+        f = open_regular(path)
+    except (OSError, NotARegularFile):
+        return None
+    with f:
+        data = f.read(_PROVENANCE_MAX + 1)
+    if len(data) > _PROVENANCE_MAX:
+        return None
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (ValueError, RecursionError):
+        return None
+
+
 def local_edits(dest, name=PROVENANCE):
     """None when DEST is not an earlier export; else the sorted list of
     "changed|added|removed path" lines against its provenance file
     ``name`` (a path under DEST; UVPATCH.json for an export)."""
     try:
-        with open(os.path.join(dest, name), encoding="utf-8") as f:
-            prov = json.load(f)
+        prov = read_provenance(os.path.join(dest, *name.split("/")))
         recorded = prov["files"]
         tree = prov["tree"]
         if prov.get("tool") != "uvpatch" or not isinstance(recorded, dict):
@@ -159,8 +181,8 @@ def _check_local(dest, force):
 
 def _ours(dest):
     """The files the earlier export wrote in DEST, its provenance too."""
-    with open(os.path.join(dest, PROVENANCE), encoding="utf-8") as f:
-        return set(json.load(f)["files"]) | {PROVENANCE}
+    return set(read_provenance(os.path.join(dest, PROVENANCE))["files"]) \
+        | {PROVENANCE}
 
 
 def _lock(dest):
