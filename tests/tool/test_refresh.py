@@ -267,14 +267,15 @@ class RoundTripTest(World):
 
 
 # A refresh killed (os._exit, as kill -9: no cleanup runs) when it comes
-# to write deps.json, its patches written.
+# to write the file named by argv[4] (deps.json, or out/<base>/src's state
+# file after it), its patches written.
 KILLED_REFRESH = r"""
 import os, sys
 sys.path.insert(0, sys.argv[1])
 from uvpatchlib.series import refresh
 real = refresh.write_atomic
 def write_atomic(path, data, tmp=None):
-    if os.path.basename(path) == "deps.json":
+    if os.path.basename(path) == sys.argv[4]:
         os._exit(137)
     return real(path, data, tmp)
 refresh.write_atomic = write_atomic
@@ -285,6 +286,12 @@ sys.exit(main(["--repo", sys.argv[2], "--out", sys.argv[3], "refresh"]))
 
 class KilledRefreshTest(World):
     def test_next_command_repairs_a_killed_refresh(self):
+        self.killed_at("deps.json")
+
+    def test_killed_before_the_state_of_src_is_written(self):
+        self.killed_at("uvpatch-state.json")
+
+    def killed_at(self, name):
         self.make_three_patches()
         self.assertOk(self.tool("apply"))
         src = os.path.join(self.work, "src")
@@ -293,7 +300,7 @@ class KilledRefreshTest(World):
         before = (self.deps_doc(), sorted(os.listdir(self.patches)))
         res = subprocess.run(
             [sys.executable, "-c", KILLED_REFRESH, os.path.join(
-                REPO, "scripts"), self.root, self.out],
+                REPO, "scripts"), self.root, self.out, name],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.assertEqual(res.returncode, 137, res.stderr)
         # Any command: patches/ and deps.json agree again.

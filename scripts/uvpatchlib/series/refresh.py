@@ -111,7 +111,10 @@ def _write_journal(root, before):
         os.makedirs(staged)
         listing = {}
         for k, (path, data) in enumerate(sorted(before.items())):
-            rel = os.path.relpath(path, root).replace(os.sep, "/")
+            # out/<base>/src's state file, wherever --out puts it, by its
+            # absolute path; patches/ and deps.json relative to the root.
+            rel = os.path.abspath(path) if _is_state(path) else \
+                os.path.relpath(path, root).replace(os.sep, "/")
             listing[rel] = None if data is None else str(k)
             if data is not None:
                 write_atomic(os.path.join(staged, str(k)), data)
@@ -121,6 +124,11 @@ def _write_journal(root, before):
     except BaseException:
         remove_tree(staged)
         raise
+
+
+def _is_state(path):
+    return os.path.basename(path) == STATE_FILE and \
+        os.path.basename(os.path.dirname(path)) == ".git"
 
 
 def _drop_journal(root):
@@ -157,14 +165,19 @@ def undo_interrupted(root):
             return False
         before = {}
         for rel, copy in listing.items():
-            parts = str(rel).split("/")
-            if parts[0] not in ("patches", "deps.json") or ".." in parts:
-                continue
+            rel = str(rel)
+            parts = rel.split("/")
+            if os.path.isabs(rel) and _is_state(rel):
+                path = rel
+            elif parts[0] in ("patches", "deps.json") and ".." not in parts:
+                path = os.path.join(root, *parts)
+            else:
+                continue    # not a file refresh writes
             data = None
             if copy is not None:
                 with open(os.path.join(journal, str(copy)), "rb") as f:
                     data = f.read()
-            before[os.path.join(root, *parts)] = data
+            before[path] = data
         if not _restore(before):
             raise UvPatchError(
                 "cannot put back patches/ and deps.json as they were before "
@@ -399,8 +412,15 @@ def refresh(manifest, out, src=None, priors=None, drop=False):
             + [n for n in names if n in changed]}
         if new_deps:
             before[manifest.path] = _read_or_none(manifest.path)
+        # out/<base>/src matches patches/ again: recorded with them, so
+        # apply is a no-op, and undone with them.
+        state["patches"] = [{"file": e["file"], "sha256": e["sha256"],
+                             "commit": c} for e, c in zip(series, commits)]
+        state["head"] = head
+        state_path = os.path.join(src, ".git", STATE_FILE)
+        before[state_path] = _read_or_none(state_path)
         with _journal_lock(manifest.root):
-            if before:
+            if len(before) > 1:     # not the state file alone
                 _write_journal(manifest.root, before)
             try:
                 for name in names:
@@ -412,17 +432,12 @@ def refresh(manifest, out, src=None, priors=None, drop=False):
                     remove_tree(os.path.join(patches_dir, name))
                 if new_deps:
                     write_atomic(manifest.path, text)
+                write_atomic(state_path, json.dumps(state, indent=2) + "\n")
             except BaseException:
                 if _restore(before):
                     _drop_journal(manifest.root)
                 raise
             _drop_journal(manifest.root)
-    # out/<base>/src matches patches/ again: record it, so apply is a no-op.
-    state["patches"] = [{"file": e["file"], "sha256": e["sha256"],
-                         "commit": c} for e, c in zip(series, commits)]
-    state["head"] = head
-    write_atomic(os.path.join(src, ".git", STATE_FILE),
-                 json.dumps(state, indent=2) + "\n")
     # The base's own folder: each base has one under patches/.
     for name in changed:
         console.note("wrote patches/%s/%s" % (manifest.name, name))
