@@ -523,8 +523,8 @@ def check_cmake_paths(out_root, repo):
     a line break: CMake writes the paths into lines of its files."""
     for path, what, hint in (
             (os.path.abspath(repo), "the checkout", "clone the repository "
-             "into a folder whose path has no line break (CMake builds "
-             "its tests/ from there)"),
+             "into a folder whose path has no line break: CMake builds "
+             "its tests/ from there, so --out DIR alone is not enough"),
             (out_root, "the work folder", "pass --out DIR, a folder whose "
              "path has no line break")):
         if "\n" in path or "\r" in path:
