@@ -107,7 +107,7 @@ def cmd_refresh(args, manifest):
     from .series.refresh import refresh
     console.step("refresh")
     with Lock(args.out, "refresh"):
-        refresh(manifest, args.out)
+        refresh(manifest, args.out, drop=args.drop)
 
 
 def cmd_check(args, manifest):
@@ -387,7 +387,11 @@ COMMANDS = {
                "(three-way merge in out/rebase)",
                [_add_rebase_options]),
     "refresh": (cmd_refresh, "rewrite patches/ and deps.json from the "
-                "commits in out/<base>/src", [_add_base]),
+                "commits in out/<base>/src",
+                [_add_base, lambda p: p.add_argument(
+                    "--drop", action="store_true",
+                    help="remove the patches (and their proofs) that "
+                         "out/<base>/src no longer has")]),
     "results": (cmd_results, "regenerate docs/results.md from what `test` "
                 "recorded for each base in out/<base>/results/ (no figure "
                 "typed by hand)",
@@ -521,6 +525,11 @@ def main(argv=None):
     try:
         if args.out:
             check_out(args.out_root, args.repo)
+        if args.command in ("build", "test", "bench", "upstream") or \
+                getattr(args, "bisect", False):
+            check_cmake_paths(args.out_root, args.repo)
+        from .series.refresh import undo_interrupted
+        undo_interrupted(args.repo)
         manifest = load(args.repo, base=_base_of(args))
         # Each base works in a folder of its own: bases never overwrite
         # each other's trees and builds.
@@ -534,7 +543,11 @@ def main(argv=None):
     except OSError as e:
         # Something changed under our feet (a file removed while we ran,
         # a full disk, a permission): say what, without a traceback.
-        print("error: %s" % e, file=sys.stderr)
+        if e.errno in (errno.ENOSPC, errno.EDQUOT):
+            print("error: no space left on the disk of %s (%s)"
+                  % (e.filename or "the work folder", e), file=sys.stderr)
+        else:
+            print("error: %s" % e, file=sys.stderr)
         print("hint: " + os_error_hint(e), file=sys.stderr)
         return 1
     except KeyboardInterrupt:
@@ -578,6 +591,21 @@ def check_out(out_root, repo):
             hint="use out/ (the default) or a folder outside the "
                  "repository's patches/, scripts/, tests/ and ci/",
             status=EXIT_USAGE)
+
+
+def check_cmake_paths(out_root, repo):
+    """Refuses, before any work, a checkout or work folder whose path has
+    a line break: CMake writes the paths into lines of its files."""
+    for path, what, hint in (
+            (os.path.abspath(repo), "the checkout", "clone the repository "
+             "into a folder whose path has no line break: CMake builds "
+             "its tests/ from there, so --out DIR alone is not enough"),
+            (out_root, "the work folder", "pass --out DIR, a folder whose "
+             "path has no line break")):
+        if "\n" in path or "\r" in path:
+            raise UvPatchError(
+                "%s %r has a line break in its path, which CMake cannot "
+                "take" % (what, path), hint=hint, status=EXIT_USAGE)
 
 
 def _inside(path, folder):

@@ -72,7 +72,81 @@ def remove_tree(path):
     if os.path.islink(path) or os.path.isfile(path):
         os.unlink(path)
     elif os.path.isdir(path):
-        shutil.rmtree(path)
+        try:
+            shutil.rmtree(path)
+        except (RecursionError, OSError) as e:
+            # Too deep for rmtree's recursion, or for a path: a killed
+            # run's scratch folder from a crafted source must still go.
+            if isinstance(e, OSError) and e.errno != errno.ENAMETOOLONG:
+                raise
+            _remove_flat(path)
+
+
+def out_of_space(folder):
+    """True when the disk of ``folder`` cannot take 64 KiB more: asked
+    after a write failed, to name a full disk as the cause (git says
+    "unable to write file" for each file, never why)."""
+    try:
+        fd, path = tempfile.mkstemp(prefix=".tmp-space-", dir=folder)
+    except OSError as e:
+        return e.errno in (errno.ENOSPC, errno.EDQUOT)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(b"\0" * (64 << 10))
+            f.flush()
+            os.fsync(f.fileno())
+        return False
+    except OSError as e:
+        return e.errno in (errno.ENOSPC, errno.EDQUOT)
+    finally:
+        _unlink_quietly(path)
+
+
+def no_space(folder, what, detail="", status=EXIT_STATE):
+    """The error for a write that failed as the disk of ``folder`` is
+    full: it names the disk, not the source or the command that wrote."""
+    error = UvPatchError(
+        "no space left on the disk of %s (No space left on device) while "
+        "%s%s" % (folder, what, ": " + detail if detail else ""),
+        hint="free space on that disk (or move the work folder with --out, "
+             "the cache with XDG_CACHE_HOME), then run the command again; "
+             "nothing half-written is kept", status=status)
+    error.full_disk = True  # no other source or step would fare better
+    return error
+
+
+def scratch_index(index):
+    """``index``, an index file of the tool's own in out/, made ready:
+    what a killed run left of it goes, its ``.lock`` too, which would
+    make every later git call on it fail with "File exists". Called
+    under the lock on out/<base>, so no other run is using it."""
+    for path in (index + ".lock", index):
+        if os.path.lexists(path):
+            os.unlink(path)
+    return index
+
+
+def _remove_flat(top):
+    """Removes the folder ``top`` without recursion or long paths: each
+    folder met is moved up to be a child of ``top`` before it is read."""
+    folders, n = [top], 0
+    while n < len(folders):
+        folder = folders[n]
+        n += 1
+        for name in os.listdir(folder):
+            path = os.path.join(folder, name)
+            if stat.S_ISDIR(os.lstat(path).st_mode):
+                if folder != top:
+                    moved = os.path.join(top, ".flat-%d" % len(folders))
+                    while os.path.lexists(moved):
+                        moved += "-"
+                    os.rename(path, moved)
+                    path = moved
+                folders.append(path)
+            else:
+                os.unlink(path)
+    for folder in reversed(folders):
+        os.rmdir(folder)
 
 
 def replace_dir(new, dest):

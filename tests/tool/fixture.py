@@ -5,6 +5,7 @@ private cache and out folders. No network is touched."""
 import hashlib
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -38,6 +39,15 @@ def git(args, cwd, check=True):
     return subprocess.run(["git"] + args, cwd=cwd, env=env, check=check,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True)
+
+
+def shell(template, **values):
+    """``template``, a sh script, with its ``{name}`` fields filled and
+    quoted: a str is one word, a list or tuple its words. Paths may hold
+    spaces, quotes or any other character."""
+    return template.format(**{
+        key: shlex.join(map(str, value)) if isinstance(value, (list, tuple))
+        else shlex.quote(str(value)) for key, value in values.items()})
 
 
 def write(path, text):

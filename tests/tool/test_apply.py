@@ -1,7 +1,7 @@
 import os
 import stat
 
-from fixture import World, git, write
+from fixture import World, git, shell, write
 
 
 class ApplyTest(World):
@@ -82,13 +82,13 @@ class ApplyTest(World):
         counter = os.path.join(self.tmp, "am-count")
         real_git = __import__("shutil").which("git")
         script = os.path.join(fake, "git")
-        write(script, """#!/bin/sh
+        write(script, shell("""#!/bin/sh
 if [ "$1" = am ]; then
-  n=$(cat %s 2>/dev/null || echo 0); n=$((n+1)); echo $n > %s
+  n=$(cat {counter} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {counter}
   if [ $n -eq 2 ]; then kill -9 $PPID; exit 1; fi
 fi
-exec %s "$@"
-""" % (counter, counter, real_git))
+exec {git} "$@"
+""", counter=counter, git=real_git))
         os.chmod(script, stat.S_IRWXU)
         # A changed series forces a new apply.
         self.make_patch(4, "timer-c", {"src/timer.c": "int timer_a = 1;\n"

@@ -109,6 +109,15 @@ class BuildTest(BuildWorld):
         self.assertTrue(os.path.isdir(os.path.join(
             self.work, "build", "linux-base-Release")))
 
+    def test_index_lock_left_by_a_killed_run_is_cleared(self):
+        # kill -9 while out/<base>/base was exported leaves git's lock.
+        self.assertOk(self.tool("apply"))
+        lock = os.path.join(self.work, "base.index.lock")
+        write(lock, "")
+        res = self.tool("build", "--unpatched", "--target", "linux")
+        self.assertOk(res)
+        self.assertFalse(os.path.lexists(lock))
+
     def test_prefix_rerun_and_refusals(self):
         prefix = os.path.join(self.tmp, "prefix")
         self.assertOk(self.tool("build", "--prefix", prefix))

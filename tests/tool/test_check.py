@@ -270,3 +270,19 @@ class CheckCommandTest(World):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class CheckWarningsTest(World):
+    def test_no_unclosed_file_under_warnings_as_errors(self):
+        applied_backport(self)
+        from test_fetch import make_tarball
+        tarball = os.path.join(self.tmp, "fake-1.0.tar.gz")
+        make_tarball(tarball, self.upstream)
+        dest = os.path.join(self.tmp, "project", "libuv")
+        os.makedirs(os.path.dirname(dest))
+        for args in (["check"], ["fetch", "--source", tarball], ["apply"],
+                     ["refresh"], ["vendor", dest], ["bases"]):
+            res = self.tool(*args, env={"PYTHONWARNINGS": "error"})
+            self.assertOk(res)
+            self.assertNotIn("Warning", res.stderr, args)
+            self.assertNotIn("Traceback", res.stderr, args)

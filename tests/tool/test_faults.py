@@ -14,7 +14,7 @@ import sys
 import time
 import unittest
 
-from fixture import World, TOOL, git, write, sha256
+from fixture import World, TOOL, git, shell, write, sha256
 
 from uvpatchlib.series import manifest as manifest_mod
 from uvpatchlib.errors import UvPatchError
@@ -673,8 +673,8 @@ class ConcurrencyTest(Series):
         fake = os.path.join(self.tmp, "slowbin")
         os.makedirs(fake)
         script = os.path.join(fake, "git")
-        write(script, "#!/bin/sh\n[ \"$1\" = am ] && sleep 0.3\n"
-              "exec %s \"$@\"\n" % shutil.which("git"))
+        write(script, shell("#!/bin/sh\n[ \"$1\" = am ] && sleep 0.3\n"
+                            "exec {git} \"$@\"\n", git=shutil.which("git")))
         os.chmod(script, 0o755)
         env = self.env({"PATH": fake + os.pathsep + os.environ["PATH"]})
         outcomes = []
@@ -742,8 +742,8 @@ class FullDiskTest(Series):
     def in_tmpfs(self, size, script):
         """Runs ``script`` (sh) with a private tmpfs of ``size`` at
         self.disk; returns its stdout (the tmpfs vanishes afterwards)."""
-        full = "mount -t tmpfs -o size=%s tmpfs %s || exit 99\n%s" % (
-            size, self.disk, script)
+        full = shell("mount -t tmpfs -o size={size} tmpfs {disk} "
+                     "|| exit 99\n", size=size, disk=self.disk) + script
         res = subprocess.run(["unshare", "-m", "sh", "-c", full],
                              env=self.env(), stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, timeout=120)
@@ -751,11 +751,17 @@ class FullDiskTest(Series):
         return res.stdout
 
     def tool_line(self, args, log, cache=None, out=None):
-        env = "XDG_CACHE_HOME=%s " % (cache or self.cache)
-        return ("%s%s %s --repo %s --out %s %s >%s.out 2>%s.err; "
-                "echo $? >%s.rc\n"
-                % (env, sys.executable, TOOL, self.root, out or self.out,
-                   " ".join(args), log, log, log))
+        return shell(
+            "XDG_CACHE_HOME={cache} {argv} >{out} 2>{err}; echo $? >{rc}\n",
+            cache=cache or self.cache, argv=[
+                sys.executable, TOOL, "--repo", self.root, "--out",
+                out or self.out] + list(args),
+            out=log + ".out", err=log + ".err", rc=log + ".rc")
+
+    def remount(self, check=True):
+        """The line that gives the tmpfs room again."""
+        return shell("mount -o remount,size=8m {disk}", disk=self.disk) + (
+            " || exit 98\n" if check else "\n")
 
     def read_log(self, log):
         with open(log + ".rc") as f:
@@ -771,13 +777,14 @@ class FullDiskTest(Series):
         listing = os.path.join(self.tmp, "listing")
         result = os.path.join(self.tmp, "result")
         script = (
-            "mkdir -p %s %s\n" % (cache, out)
+            shell("mkdir -p {cache} {out}\n", cache=cache, out=out)
             + self.tool_line(["apply"], log1, cache, out)
-            + "(cd %s && find . | sort) >%s\n" % (self.disk, listing)
-            + "mount -o remount,size=8m %s || exit 98\n" % self.disk
+            + shell("(cd {disk} && find . | sort) >{listing}\n",
+                    disk=self.disk, listing=listing)
+            + self.remount()
             + self.tool_line(["apply"], log2, cache, out)
-            + "git -C %s/%s/src rev-parse HEAD >%s 2>&1\n"
-            % (out, self.base, result))
+            + shell("git -C {src} rev-parse HEAD >{result} 2>&1\n",
+                    src=os.path.join(out, self.base, "src"), result=result))
         self.in_tmpfs(self.size, script)
         rc1, err1 = self.read_log(log1)
         rc2, err2 = self.read_log(log2)
@@ -821,6 +828,7 @@ class FullDiskTest(Series):
             self.assertNotIn("Traceback", err1)
             # A full disk is not a patch that does not apply.
             self.assertNotIn("does not apply", err1)
+            self.assertIn("no space left on the disk of", err1)
             self.assertEqual(half, [], "half-done work left on a full disk")
             first = [ln for ln in err1.splitlines()
                      if ln.startswith("error")][0]
@@ -837,6 +845,51 @@ class FullDiskTest(Series):
         self.check("out/ on it, cache elsewhere", ["60k", "160k"],
                    self.cache, self.disk + "/out")
 
+    def test_full_cache_is_named_and_no_other_source_tried(self):
+        """A full cache disk is no fault of the source, and the next
+        source would fill it too: one error naming the disk."""
+        bundle = os.path.join(self.tmp, "up.bundle")
+        git(["bundle", "create", bundle, "--all"], self.upstream)
+        log = os.path.join(self.tmp, "log")
+        cache = os.path.join(self.disk, "cache")
+        named = 0
+        for size in ("16k", "48k", "120k"):
+            self.in_tmpfs(size, shell("mkdir -p {cache}\nUVPATCH_SOURCE={b} ",
+                                      cache=cache, b=bundle)
+                          + self.tool_line(["fetch"], log, cache))
+            rc, err = self.read_log(log)
+            if rc == 0:
+                continue
+            named += 1
+            self.assertEqual(rc, 4, err)
+            self.assertIn("no space left on the disk of %s" % cache, err)
+            self.assertIn("hint: free space", err)
+            self.assertNotIn("tried", err)
+            self.assertNotIn("git file://", err)
+        self.assertGreater(named, 0, "no size was too small")
+
+    def test_vendor_on_a_full_disk_and_into_a_mount_point(self):
+        self.assertOk(self.tool("apply"))   # cache and out/ elsewhere
+        log = os.path.join(self.tmp, "log")
+        named = 0
+        for size in ("8k", "12k"):
+            self.in_tmpfs(size, self.tool_line(
+                ["vendor", os.path.join(self.disk, "libuv")], log))
+            rc, err = self.read_log(log)
+            if rc == 0:
+                continue
+            named += 1
+            self.assertIn("no space left on the disk of %s" % self.disk,
+                          err)
+            self.assertIn("hint: free space", err)
+            self.assertLess(len(err.splitlines()), 10, err)
+        self.assertGreater(named, 0, "no size was too small")
+        self.in_tmpfs("1m", self.tool_line(["vendor", self.disk], log))
+        rc, err = self.read_log(log)
+        self.assertEqual(rc, 2, err)
+        self.assertIn("is a mount point", err)
+        self.assertNotIn("=== ", err)
+
     def test_tarball_on_a_full_disk(self):
         """A full disk is named as one: not a damaged tarball while it is
         unpacked into the cache, nor a raw list of every file while the
@@ -847,9 +900,9 @@ class FullDiskTest(Series):
         logs = [os.path.join(self.tmp, "log%d" % n) for n in range(4)]
         cache = self.disk + "/cache"
         script = (
-            "mkdir -p %s\n" % cache
+            shell("mkdir -p {cache}\n", cache=cache)
             + self.tool_line(["fetch", "--source", tarball], logs[0], cache)
-            + "mount -o remount,size=8m %s || exit 98\n" % self.disk
+            + self.remount()
             + self.tool_line(["fetch", "--source", tarball], logs[1], cache))
         self.in_tmpfs("8k", script)
         rc, err = self.read_log(logs[0])
@@ -868,7 +921,7 @@ class FullDiskTest(Series):
         for size in ("72k", "80k", "88k"):
             out = self.disk + "/out"
             self.in_tmpfs(size, self.tool_line(["apply"], logs[2], out=out)
-                          + "mount -o remount,size=8m %s\n" % self.disk
+                          + self.remount(check=False)
                           + self.tool_line(["apply"], logs[3], out=out))
             rc, err = self.read_log(logs[2])
             self.assertEqual(self.read_log(logs[3])[0], 0)
@@ -934,12 +987,14 @@ class ReadOnlyTest(Series):
                     os.chmod(path, mode)
             return res.returncode, res.stderr
         log = os.path.join(self.tmp, "log")
-        script = ("mount --bind {t} {t} && mount -o remount,bind,ro {t} "
-                  "|| exit 99\n"
-                  "XDG_CACHE_HOME={c} {py} {tool} --repo {r} --out {o} "
-                  "refresh >{l}.out 2>{l}.err; echo $? >{l}.rc\n").format(
-                      t=target, c=self.cache, py=sys.executable, tool=TOOL,
-                      r=self.root, o=self.out, l=log)
+        script = shell(
+            "mount --bind {t} {t} && mount -o remount,bind,ro {t} "
+            "|| exit 99\n"
+            "XDG_CACHE_HOME={c} {argv} >{out} 2>{err}; echo $? >{rc}\n",
+            t=target, c=self.cache, argv=[
+                sys.executable, TOOL, "--repo", self.root, "--out", self.out,
+                "refresh"],
+            out=log + ".out", err=log + ".err", rc=log + ".rc")
         res = subprocess.run(["unshare", "-m", "sh", "-c", script],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True)

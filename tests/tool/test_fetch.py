@@ -3,9 +3,10 @@ import io
 import json
 import os
 import shutil
+import subprocess
 import tarfile
 
-from fixture import World, git, write
+from fixture import World, git, shell, write
 
 
 def make_tarball(path, folder, top="fake-1.0", tamper=None):
@@ -15,7 +16,8 @@ def make_tarball(path, folder, top="fake-1.0", tamper=None):
             for name in sorted(files):
                 full = os.path.join(dirpath, name)
                 rel = os.path.relpath(full, folder)
-                data = open(full, "rb").read()
+                with open(full, "rb") as f:
+                    data = f.read()
                 if tamper and rel == tamper:
                     data += b"/* tampered */\n"
                 info = tarfile.TarInfo(top + "/" + rel)
@@ -109,6 +111,33 @@ class FetchTest(World):
         self.assertOk(res)
         info = json.load(open(os.path.join(self.entry(), "source.json")))
         self.assertEqual(info["commit"], self.commit)
+
+    def test_bundle_of_many_refs_is_cleaned_in_one_call(self):
+        # As a mirror clone's bundle: thousands of refs. A git on PATH
+        # counts the update-ref calls: one to keep the commit, one to
+        # delete the fetched refs, whatever their number.
+        lines = "".join("create refs/pull/%d/head %s\n" % (n, self.commit)
+                        for n in range(500))
+        subprocess.run(["git", "update-ref", "--stdin"], input=lines,
+                       cwd=self.upstream, check=True, text=True)
+        bundle = os.path.join(self.tmp, "mirror.bundle")
+        git(["bundle", "create", bundle, "--all"], self.upstream)
+        log = os.path.join(self.tmp, "git-calls")
+        shim = os.path.join(self.tmp, "bin", "git")
+        write(shim, shell('#!/bin/sh\necho "$1" >> {log}\n'
+                          'exec {git} "$@"\n', log=log,
+                          git=shutil.which("git")))
+        os.chmod(shim, 0o755)
+        res = self.tool("fetch", "--source", bundle, env={
+            "PATH": os.path.dirname(shim) + os.pathsep
+            + os.environ["PATH"]})
+        self.assertOk(res)
+        with open(log) as f:
+            calls = f.read().split()
+        self.assertEqual(calls.count("update-ref"), 2, calls)
+        leftover = git(["for-each-ref"], self.entry()).stdout \
+            if os.path.isdir(os.path.join(self.entry(), ".git")) else ""
+        self.assertNotIn("refs/pull", leftover)
 
     def test_unreachable_sources_listed(self):
         shutil.rmtree(self.upstream)

@@ -10,7 +10,7 @@ import sys
 import unittest
 from unittest import mock
 
-from fixture import TOOL, World, git, write
+from fixture import TOOL, World, git, shell, write
 
 from uvpatchlib import subproc
 
@@ -55,8 +55,9 @@ class GitEnvironTest(World):
             "src/core.c": CORE.replace("int line5 = 5;", "int line5 = 50;")})
         git(["init", "-q", "-b", "main"], self.root)
         hook = os.path.join(self.root, ".git", "hooks", "pre-commit")
-        write(hook, "#!/bin/sh\nexec %s %s --repo %s --out %s apply\n"
-              % (sys.executable, TOOL, self.root, self.out))
+        write(hook, shell("#!/bin/sh\nexec {argv}\n", argv=[
+            sys.executable, TOOL, "--repo", self.root, "--out", self.out,
+            "apply"]))
         os.chmod(hook, stat.S_IRWXU)
         git(["add", "-A"], self.root)
         git(["commit", "-q", "--no-verify", "-m", "start"], self.root)
@@ -99,8 +100,9 @@ class UserRepositoryTest(World):
         # where it runs tells any command run inside the user's folder.
         log = os.path.join(self.tmp, "git-calls")
         shim = os.path.join(self.tmp, "bin", "git")
-        write(shim, '#!/bin/sh\necho "$(pwd -P) $*" >> %s\nexec %s "$@"\n'
-              % (log, shutil.which("git")))
+        write(shim, shell('#!/bin/sh\necho "$(pwd -P) $*" >> {log}\n'
+                          'exec {git} "$@"\n', log=log,
+                          git=shutil.which("git")))
         os.chmod(shim, stat.S_IRWXU)
         dest = os.path.join(self.tmp, "send")
         res = self.tool("upstream", "--author", "Ada <ada@invalid>",

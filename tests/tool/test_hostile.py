@@ -37,6 +37,45 @@ def _add(tar, name, kind=tarfile.REGTYPE, data=b"", link=""):
     tar.addfile(info, io.BytesIO(data) if data else None)
 
 
+def raw_header(name, size, kind, odd_checksum=False):
+    """One ustar header block, its checksum right, as a crafted archive
+    would carry it past tarfile's writer; ``odd_checksum``: written after
+    a character that str.strip() takes for white space, as tarfile does,
+    and bytes.strip() does not."""
+    block = bytearray(512)
+    block[0:len(name)] = name
+    block[100:108] = b"0000644\0"
+    block[124:136] = b"%011o\0" % size
+    block[136:148] = b"00000000000\0"
+    block[156:157] = kind
+    block[257:263] = b"ustar\0"
+    block[263:265] = b"00"
+    block[148:156] = b" " * 8
+    block[148:156] = (b"\x1c%06o\0" if odd_checksum else b"%06o\0 ") \
+        % sum(block)
+    return bytes(block)
+
+
+def raw_member(name, data, kind):
+    """A header and its data, padded to whole blocks."""
+    return raw_header(name, len(data), kind) + data + \
+        b"\0" * (-len(data) % 512)
+
+
+def _append_raw(tar, data):
+    tar.fileobj.write(data)
+    tar.offset += len(data)
+
+
+def pax_record(key, value):
+    """A well-formed pax record: its length counts itself."""
+    body = b" %s=%s\n" % (key, value)
+    n = len(body) + 1
+    while len(str(n).encode()) + len(body) != n:
+        n += 1
+    return str(n).encode() + body
+
+
 def corpus(folder, upstream, outside):
     """{name: (path, phrase the refusal must hold)}: crafted tarballs,
     each holding the fake upstream's files too, so that only the crafted
@@ -90,6 +129,46 @@ def corpus(folder, upstream, outside):
         tar, "fake-1.0/README.md", data=b"again\n"))
     tarball("file-then-dir", "made a file", lambda tar: _add(
         tar, "fake-1.0/README.md/x", data=b"x\n"))
+    # Headers tarfile must never parse: a name thousands of folders
+    # deep, a pax header and a GNU long name of a MiB, a pax record of
+    # the wrong length, and pax headers stacked.
+    tarball("deep", "2001 folders deep", lambda tar: _add(
+        tar, "fake-1.0/" + "d/" * 2000 + "f", data=b"deep\n"))
+    tarball("pax-huge", "a pax header of", lambda tar: _append_raw(
+        tar, raw_member(b"././@PaxHeader", pax_record(
+            b"comment", b"1" * (1 << 20)), b"x")
+        + raw_member(b"fake-1.0/pax", b"x\n", b"0")))
+    tarball("long-name-huge", "a long name of", lambda tar: _append_raw(
+        tar, raw_member(b"././@LongLink", b"fake-1.0/" + b"n" * (1 << 20)
+                        + b"\0", b"L")
+        + raw_member(b"fake-1.0/long", b"x\n", b"0")))
+    tarball("pax-malformed", "pax header record", lambda tar: _append_raw(
+        tar, raw_member(b"././@PaxHeader", b"99 path=" + b"1" * 40
+                        + b"\n", b"x")
+        + raw_member(b"fake-1.0/bad", b"x\n", b"0")))
+    tarball("pax-stacked", "stacked extended headers",
+            lambda tar: _append_raw(tar, b"".join(raw_member(
+                b"././@PaxHeader", pax_record(b"comment", b"%d" % k), b"x")
+                for k in range(3)) + raw_member(b"fake-1.0/s", b"x\n",
+                                                b"0")))
+    # A deep member behind a header the scan could misread: an old tar's
+    # folder (a regular file named with a slash: no data, whatever its
+    # size says), an odd but valid checksum field.
+    deep = raw_member(b"././@LongLink", b"fake-1.0/" + b"d/" * 100 + b"f\0",
+                      b"L") + raw_member(b"fake-1.0/f", b"x\n", b"0")
+    tarball("v7-folder-hides-deep", "101 folders deep",
+            lambda tar: _append_raw(tar, raw_header(
+                b"fake-1.0/v7/", 512, b"\0") + deep))
+    tarball("odd-checksum-hides-deep", "101 folders deep",
+            lambda tar: _append_raw(tar, raw_header(
+                b"fake-1.0/odd", 0, b"0", odd_checksum=True) + deep))
+    # A tar whose first name starts as a gzip stream: tarfile reads it
+    # either way, the scan cannot know which.
+    both = os.path.join(folder, "polyglot.tar")
+    with open(both, "wb") as f:
+        f.write(raw_member(b"\x1f\x8b/README.md", b"x\n", b"0")
+                + b"\0" * 1024)
+    made["polyglot"] = (both, "both a tar header and a compressed stream")
     # A gzip stream cut short: damaged, not a reason to blame the disk.
     good = os.path.join(folder, "good.tar.gz")
     with tarfile.open(good, "w:gz") as tar:
@@ -240,6 +319,29 @@ class ArchiveTest(World):
                 self.assertEqual(os.listdir(self.tool_cache), [])
         # The next ordinary fetch works.
         self.assertOk(self.tool("fetch"))
+
+    def test_deep_tarball_refused_and_nothing_left(self):
+        """One file 2,000 folders deep: refused as a bad source, no
+        scratch folder left; and one that a killed run of an older tool
+        left in the cache, as deep, does not stop the next fetch."""
+        path = self.corpus["deep"][0]
+        res = self.tool("fetch", "--source", path)
+        self.assertFails(res, "2001 folders deep", "not a tarball of libuv")
+        self.assertEqual(res.returncode, 4)
+        self.assertEqual(os.listdir(self.tool_cache), [])
+        deep = os.path.join(self.tool_cache, ".tmp-killed")
+        os.makedirs(deep)
+        here = os.open(deep, os.O_RDONLY)
+        try:
+            for _ in range(2000):
+                os.mkdir("d", dir_fd=here)
+                below = os.open("d", os.O_RDONLY, dir_fd=here)
+                os.close(here)
+                here = below
+        finally:
+            os.close(here)
+        self.assertOk(self.tool("fetch"))
+        self.assertFalse(os.path.lexists(deep))
 
     def test_good_tarball_still_extracts(self):
         tarball = os.path.join(self.tmp, "fake-1.0.tar.gz")

@@ -13,7 +13,7 @@ import sys
 import time
 import unittest
 
-from fixture import TOOL, git, write
+from fixture import TOOL, git, shell, write
 from test_build import BuildWorld, HAVE_TOOLS
 from test_faults import UNSHARE_SKIP, _group_alive
 from test_keep import add_specials, assert_specials, posix_acl
@@ -100,14 +100,15 @@ class InstallFaultTest(BuildWorld):
         ro = os.path.join(self.tmp, "ro")
         os.makedirs(ro)
         log = os.path.join(self.tmp, "log")
-        script = (
+        script = shell(
             "mount --bind {ro} {ro} && mount -o remount,bind,ro {ro} "
             "|| exit 99\n"
-            "{tool} build --prefix {ro}/libuv >{log}.1 2>&1\n"
-            "echo $? >>{log}.1\n"
+            "{tool} build --prefix {ro_libuv} >{log1} 2>&1\n"
+            "echo $? >>{log1}\n"
             "mount -t tmpfs -o size=1m tmpfs {ro} || exit 99\n"
-            "{tool} build --prefix {ro} >{log}.2 2>&1; echo $? >>{log}.2\n"
-        ).format(ro=ro, log=log, tool=" ".join(self.argv()))
+            "{tool} build --prefix {ro} >{log2} 2>&1; echo $? >>{log2}\n",
+            ro=ro, ro_libuv=os.path.join(ro, "libuv"), log1=log + ".1",
+            log2=log + ".2", tool=self.argv())
         res = subprocess.run(["unshare", "-m", "sh", "-c", script],
                              env=self.env(), stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, timeout=120)
@@ -202,6 +203,78 @@ class InstallFaultTest(BuildWorld):
             self.assertEqual(os.getxattr(self.prefix,
                                          "system.posix_acl_access"), acl)
 
+    def test_file_written_during_the_install_is_kept(self):
+        """Another program writes into the prefix while CMake stages: the
+        install stops before its swap, the file and the earlier install
+        stay."""
+        self.assertOk(self.tool("build", "--prefix", self.prefix))
+        fake = os.path.join(self.tmp, "plugbin")
+        plugin = os.path.join(self.prefix, "lib", "plugin.so")
+        write(os.path.join(fake, "cmake"), shell(
+            "#!/bin/sh\n"
+            "case \" $* \" in *\" --install \"*)\n"
+            "  echo mine > {plugin};;\n"
+            "esac\nexec {cmake} \"$@\"\n",
+            plugin=plugin, cmake=shutil.which("cmake")))
+        os.chmod(os.path.join(fake, "cmake"), 0o755)
+        res = subprocess.run(
+            self.argv("build", "--unpatched", "--prefix", self.prefix),
+            env=self.env({"PATH": fake + os.pathsep + os.environ["PATH"]}),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.assertFails(res, "changed while the install ran",
+                         "added lib/plugin.so", "nothing was overwritten")
+        self.assertEqual(res.returncode, 6)
+        with open(plugin) as f:
+            self.assertEqual(f.read(), "mine\n")
+        os.unlink(plugin)
+        self.assertEqual(self.whole(), "")
+        self.assertTrue(os.path.exists(os.path.join(
+            self.prefix, "include", "uv", "big.h")))   # still the patched
+        self.assertEqual(self.beside(), [])
+
+    def test_journal_is_checked_before_use(self):
+        """A journal beside the prefix that this tool did not write: the
+        wrong shape, a FIFO, a link to /dev/zero, too large, a path out
+        of the prefix. Refused with a hint, never a traceback or a hang;
+        and a link in the staging folder is never followed."""
+        self.assertOk(self.tool("build", "--prefix", self.prefix))
+        folder, name = os.path.split(self.prefix)
+        journal = os.path.join(folder, ".%s.uvpatch-kept" % name)
+        new = os.path.join(folder, ".%s.uvpatch-new" % name)
+        plants = {
+            "null": lambda: write(journal, "null\n"),
+            "[5]": lambda: write(journal, "[5]\n"),
+            "outside": lambda: write(journal, '["../../etc"]\n'),
+            "fifo": lambda: os.mkfifo(journal),
+            "/dev/zero": lambda: os.symlink("/dev/zero", journal),
+            "large": lambda: write(journal, "[%s]" % ",".join(
+                ['"a"'] * 300000)),
+        }
+        for label, plant in plants.items():
+            plant()
+            res = subprocess.run(
+                self.argv("build", "--prefix", self.prefix),
+                env=self.env(), stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, text=True, timeout=60)
+            self.assertFails(res, "is not a journal this tool wrote")
+            self.assertEqual(res.returncode, 6, label)
+            self.assertEqual(self.whole(), "", label)
+            os.unlink(journal)
+        # A planted journal and a link in the staging folder: the file
+        # the link reaches stays where it is.
+        elsewhere = os.path.join(self.tmp, "elsewhere")
+        write(os.path.join(elsewhere, "secret.txt"), "not yours\n")
+        os.makedirs(new)
+        os.symlink(elsewhere, os.path.join(new, "share2"))
+        write(journal, '["share2/secret.txt"]\n')
+        self.assertOk(self.tool("build", "--prefix", self.prefix))
+        self.assertTrue(os.path.isfile(os.path.join(elsewhere,
+                                                    "secret.txt")))
+        self.assertFalse(os.path.lexists(os.path.join(self.prefix,
+                                                      "share2")))
+        self.assertEqual(self.whole(), "")
+        self.assertEqual(self.beside(), [])
+
     def test_kill_during_install(self):
         """kill -9 at random moments of the install and the swap (a
         cmake that pauses after installing widens them); a consumer
@@ -209,11 +282,12 @@ class InstallFaultTest(BuildWorld):
         rng = random.Random(SEED)
         fake = os.path.join(self.tmp, "slowbin")
         mark = os.path.join(self.tmp, "installing")
-        write(os.path.join(fake, "cmake"), "#!/bin/sh\n"
-              "case \" $* \" in *\" --install \"*)\n"
-              "  touch %s; %s \"$@\"; rc=$?; sleep 0.3; exit $rc;;\n"
-              "esac\nexec %s \"$@\"\n"
-              % (mark, shutil.which("cmake"), shutil.which("cmake")))
+        write(os.path.join(fake, "cmake"), shell(
+            "#!/bin/sh\n"
+            "case \" $* \" in *\" --install \"*)\n"
+            "  touch {mark}; {cmake} \"$@\"; rc=$?; sleep 0.3; exit $rc;;\n"
+            "esac\nexec {cmake} \"$@\"\n",
+            mark=mark, cmake=shutil.which("cmake")))
         os.chmod(os.path.join(fake, "cmake"), 0o755)
         env = self.env({"PATH": fake + os.pathsep + os.environ["PATH"]})
         self.assertOk(self.tool("build", "--prefix", self.prefix))
@@ -285,23 +359,26 @@ class InstallFaultTest(BuildWorld):
         os.makedirs(disk)
         prefix = os.path.join(disk, "libuv")
         log = os.path.join(self.tmp, "log")
-        tool = " ".join(self.argv())
-        script = (
+        script = shell(
             "mount -t tmpfs -o size=2m tmpfs {disk} || exit 99\n"
-            "{tool} build --unpatched --prefix {prefix} >{log}.1 2>&1 "
+            "{tool} build --unpatched --prefix {prefix} >{log1} 2>&1 "
             "|| exit 98\n"
             # Leave 8 KiB: less than the 64 KiB the patched install adds.
             "avail=$(df -k --output=avail {disk} | tail -1)\n"
-            "dd if=/dev/zero of={disk}/filler bs=1k count=$((avail - 8)) "
+            "dd if=/dev/zero of={filler} bs=1k count=$((avail - 8)) "
             "2>/dev/null\n"
-            "{tool} build --prefix {prefix} >{log}.2 2>&1\n"
-            "echo $? >>{log}.2\n"
-            "cp -a {prefix} {tmp}/seen; ls -a {disk} >{log}.ls\n"
-            "rm {disk}/filler\n"
-            "{tool} build --prefix {prefix} >{log}.3 2>&1\n"
-            "echo $? >>{log}.3\n"
-            "cp -a {prefix} {tmp}/after; ls -a {disk} >>{log}.ls\n"
-        ).format(disk=disk, prefix=prefix, log=log, tool=tool, tmp=self.tmp)
+            "{tool} build --prefix {prefix} >{log2} 2>&1\n"
+            "echo $? >>{log2}\n"
+            "cp -a {prefix} {seen}; ls -a {disk} >{logls}\n"
+            "rm {filler}\n"
+            "{tool} build --prefix {prefix} >{log3} 2>&1\n"
+            "echo $? >>{log3}\n"
+            "cp -a {prefix} {after}; ls -a {disk} >>{logls}\n",
+            disk=disk, prefix=prefix, tool=self.argv(),
+            filler=os.path.join(disk, "filler"), log1=log + ".1",
+            log2=log + ".2", log3=log + ".3", logls=log + ".ls",
+            seen=os.path.join(self.tmp, "seen"),
+            after=os.path.join(self.tmp, "after"))
         res = subprocess.run(["unshare", "-m", "sh", "-c", script],
                              env=self.env(), stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, timeout=300)

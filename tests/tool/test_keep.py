@@ -11,7 +11,7 @@ import socket
 import stat
 import struct
 
-from fixture import VendorWorld, World, git, write
+from fixture import VendorWorld, World, git, shell, write
 
 from uvpatchlib.build import swap
 
@@ -128,10 +128,13 @@ class VendorKeepsTest(VendorWorld):
         # A git that edits DEST when the export starts: the moment
         # between the first check and the swap.
         shim = os.path.join(self.tmp, "bin", "git")
-        write(shim, '#!/bin/sh\nif [ "$1" = read-tree ]; then\n'
-              '  echo edited > %s/src/timer.c\n  echo new > %s/src/new.c\n'
-              'fi\nexec %s "$@"\n' % (self.dest, self.dest,
-                                       shutil.which("git")))
+        write(shim, shell(
+            '#!/bin/sh\nif [ "$1" = read-tree ]; then\n'
+            '  echo edited > {timer}\n  echo new > {new}\n'
+            'fi\nexec {git} "$@"\n',
+            timer=os.path.join(self.dest, "src", "timer.c"),
+            new=os.path.join(self.dest, "src", "new.c"),
+            git=shutil.which("git")))
         os.chmod(shim, stat.S_IRWXU)
         res = self.tool("vendor", self.dest, env={
             "PATH": os.path.dirname(shim) + os.pathsep + os.environ["PATH"]})
@@ -176,8 +179,8 @@ class VendorKeepsTest(VendorWorld):
         env.pop("UVPATCH_SOURCE", None)
         # A slow export widens the window in which both runs write.
         shim = os.path.join(self.tmp, "bin", "git")
-        write(shim, '#!/bin/sh\n[ "$1" = read-tree ] && sleep 1\n'
-              'exec %s "$@"\n' % shutil.which("git"))
+        write(shim, shell('#!/bin/sh\n[ "$1" = read-tree ] && sleep 1\n'
+                          'exec {git} "$@"\n', git=shutil.which("git")))
         os.chmod(shim, stat.S_IRWXU)
         env["PATH"] = os.path.dirname(shim) + os.pathsep + env["PATH"]
         for round_ in range(2):

@@ -191,3 +191,30 @@ class CommandLineTest(World):
                 self.assertEqual(p.returncode, 130, text)
                 self.assertIn("error: interrupted", text)
                 self.assertIn("hint: ", text)
+
+
+class NoSpaceMessageTest(World):
+    def test_a_write_failing_for_space_names_the_disk(self):
+        import errno
+        import io
+        from contextlib import redirect_stderr
+        from unittest import mock
+        from uvpatchlib import cli
+        from uvpatchlib.series import refresh
+        self.make_patch(1, "core-line5", {"src/core.c": "int x;\n"})
+        self.assertOk(self.tool("apply"))
+        src = os.path.join(self.work, "src")
+        git(["commit", "-q", "--amend", "-m", "core: reworded"], src)
+
+        def full(path, data, tmp=None):
+            raise OSError(errno.ENOSPC, "No space left on device", path)
+        err = io.StringIO()
+        with mock.patch.object(refresh, "write_atomic", full), \
+                redirect_stderr(err):
+            code = cli.main(["--repo", self.root, "--out", self.out,
+                             "refresh"])
+        self.assertEqual(code, 1)
+        self.assertIn("error: no space left on the disk of ", err.getvalue())
+        self.assertIn("hint: free space", err.getvalue())
+        self.assertEqual([n for n in os.listdir(self.root)
+                          if n.startswith(".")], [])

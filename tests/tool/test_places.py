@@ -3,9 +3,12 @@ checkout's own folders or with characters CMake cannot carry, and a
 cache folder from a relative XDG_CACHE_HOME or an empty HOME."""
 
 import os
+import shutil
+import subprocess
+import sys
 import types
 
-from fixture import World, write
+from fixture import REPO, World, write
 
 from uvpatchlib.build import install
 from uvpatchlib.errors import UvPatchError
@@ -56,6 +59,26 @@ class PrefixPlaceTest(World):
             self.assertFalse(os.path.exists(prefix))
 
 
+class LineBreakPlaceTest(World):
+    def test_line_break_in_the_work_folder_or_checkout_refused(self):
+        self.out = os.path.join(self.tmp, "out\ndir")
+        for command in (["build"], ["test", "--base", self.base]):
+            res = self.tool(*command)
+            self.assertFails(res, "the work folder", "line break",
+                             "pass --out DIR")
+            self.assertEqual(res.returncode, 2)
+            self.assertNotIn("===", res.stderr)
+        self.out = os.path.join(self.tmp, "out")
+        root = os.path.join(self.tmp, "new\nuser")
+        shutil.copytree(self.root, root)
+        self.root = root
+        res = self.tool("build")
+        self.assertFails(res, "the checkout", "line break",
+                         "clone the repository")
+        self.assertNotIn("===", res.stderr)
+        self.assertFalse(os.path.exists(self.out))
+
+
 class CachePlaceTest(World):
     def test_relative_xdg_cache_home_is_ignored(self):
         home = os.path.join(self.tmp, "home")
@@ -74,3 +97,36 @@ class CachePlaceTest(World):
                              "XDG_CACHE_HOME")
             self.assertEqual(res.returncode, 2)
             self.assertNotIn("read-tree", res.stderr)
+
+
+class SpacedCheckoutTest(World):
+    """The README's test from a clone in "new user/uvpatch": the tests
+    that drive the tool through sh, and a build with ccache on, run from
+    a copy of this checkout there, their own folders there too."""
+
+    SHELL_TESTS = [
+        "test_gitenv.GitEnvironTest.test_apply_from_a_pre_commit_hook",
+        "test_faults.ReadOnlyTest", "test_faults.FullDiskTest",
+        "test_install.InstallFaultTest.test_full_disk",
+        "test_install.InstallFaultTest."
+        "test_read_only_and_mount_point_refused_before_any_build",
+        "test_build.BuildTest.test_unpatched_and_prefix"]
+
+    def test_tool_and_its_tests_run_from_a_folder_with_a_space(self):
+        checkout = os.path.join(self.tmp, "new user", "uvpatch")
+        for folder in ("scripts", "tests"):
+            shutil.copytree(os.path.join(REPO, folder),
+                            os.path.join(checkout, folder),
+                            ignore=shutil.ignore_patterns("__pycache__"))
+        tmp = os.path.join(self.tmp, "new user", "tmp dir")
+        os.makedirs(tmp)
+        env = dict(os.environ, TMPDIR=tmp, PYTHONPATH=os.path.join(
+            checkout, "scripts"), CCACHE_DIR=os.path.join(tmp, "ccache"))
+        env.pop("UVPATCH_CCACHE", None)
+        res = subprocess.run(
+            [sys.executable, "-m", "unittest"] + self.SHELL_TESTS,
+            cwd=os.path.join(checkout, "tests", "tool"), env=env,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            timeout=600)
+        self.assertEqual(res.returncode, 0, res.stderr[-3000:])
+        self.assertNotIn("can't open file", res.stderr)

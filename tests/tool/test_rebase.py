@@ -2,7 +2,7 @@ import os
 import shutil
 import subprocess
 
-from fixture import World, git, write, UPSTREAM_FILES
+from fixture import World, git, shell, write, UPSTREAM_FILES
 
 CORE = UPSTREAM_FILES["src/core.c"]
 
@@ -239,13 +239,13 @@ class RebaseTest(RebaseWorld):
         # A git that kills the tool at the rebase's second `git am`.
         fake = os.path.join(self.tmp, "fakebin")
         counter = os.path.join(self.tmp, "am-count")
-        write(os.path.join(fake, "git"), """#!/bin/sh
+        write(os.path.join(fake, "git"), shell("""#!/bin/sh
 if [ "$1" = am ]; then
-  n=$(cat %s 2>/dev/null || echo 0); n=$((n+1)); echo $n > %s
+  n=$(cat {counter} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {counter}
   if [ $n -eq 2 ]; then kill -9 $PPID; exit 1; fi
 fi
-exec %s "$@"
-""" % (counter, counter, shutil.which("git")))
+exec {git} "$@"
+""", counter=counter, git=shutil.which("git")))
         os.chmod(os.path.join(fake, "git"), 0o755)
         env = {"PATH": fake + os.pathsep + os.environ["PATH"]}
         res = self.tool("rebase", "--onto", new, "--name", self.base,

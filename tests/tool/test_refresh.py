@@ -1,7 +1,9 @@
 import json
 import os
+import subprocess
+import sys
 
-from fixture import World, git, write, sha256, UPSTREAM_FILES
+from fixture import GIT_ENV, REPO, World, git, write, sha256, UPSTREAM_FILES
 
 
 class RefreshTest(World):
@@ -143,7 +145,13 @@ class RefreshMetadataTest(World):
         second = git(["rev-parse", "HEAD"], src).stdout.strip()
         git(["reset", "-q", "--hard", "uvpatch-base"], src)
         git(["cherry-pick", second], src)
+        # Not without being told: the patch and its tests would go.
+        before = self.deps_doc()
         res = self.tool("refresh")
+        self.assertFails(res, "would drop 1 patch(es)",
+                         "0001-core-one.patch", "refresh --drop")
+        self.assertEqual(self.deps_doc(), before)
+        res = self.tool("refresh", "--drop")
         self.assertOk(res)
         self.assertIn("removed patches/v0.0.1/0002-timer-two.patch",
                       res.stderr)
@@ -155,3 +163,157 @@ class RefreshMetadataTest(World):
         self.assertEqual(entry["platforms"], ["linux"])
         self.assertFalse(os.path.exists(os.path.join(
             self.patches, "0002-timer-two.patch")))
+
+
+class RefreshMidwayTest(World):
+    """A tree stopped inside a git operation, or detached: its HEAD is
+    not the series, so refresh refuses and changes nothing."""
+
+    def setUp(self):
+        super().setUp()
+        self.make_three_patches()
+        self.deps["series"][2]["proof"] = [
+            {"target": "linux", "cases": ["timer_b/is_twenty"]}]
+        self.save_deps()
+        self.assertOk(self.tool("apply"))
+        self.src = os.path.join(self.work, "src")
+        self.before = (self.deps_doc(), sorted(os.listdir(self.patches)))
+
+    def refused(self, *fragments):
+        res = self.tool("refresh")
+        self.assertFails(res, *fragments)
+        self.assertEqual(res.returncode, 6, res.stderr)
+        self.assertEqual((self.deps_doc(), sorted(os.listdir(self.patches))),
+                         self.before)
+
+    def test_stopped_interactive_rebase(self):
+        # rebase -i with "edit" on the first patch: HEAD is 0001 alone.
+        env = {"GIT_SEQUENCE_EDITOR": "sed -i '1s/^pick/edit/'"}
+        res = subprocess.run(
+            ["git", "rebase", "-i", "uvpatch-base"], cwd=self.src,
+            env=dict(os.environ, **GIT_ENV, **env), stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True)
+        self.assertEqual(res.returncode, 0, res.stderr)
+        self.refused("in the middle of a rebase", "rebase --continue")
+        git(["rebase", "--continue"], self.src)
+        self.assertOk(self.tool("refresh"))
+        self.assertEqual(len(self.base_now()["series"]), 3)
+
+    def test_detached_head(self):
+        git(["checkout", "-q", "HEAD~2"], self.src)
+        self.refused("detached HEAD", "checkout series")
+
+    def test_stopped_cherry_pick_and_am(self):
+        top = git(["rev-parse", "HEAD"], self.src).stdout.strip()
+        git(["reset", "-q", "--hard", "HEAD~1"], self.src)
+        write(os.path.join(self.src, "src", "timer.c"), "int other;\n")
+        git(["commit", "-q", "-a", "-m", "timer: other"], self.src)
+        git(["cherry-pick", top], self.src, check=False)
+        self.refused("in the middle of a cherry-pick")
+        git(["cherry-pick", "--abort"], self.src)
+        mbox = git(["format-patch", "-1", "--stdout", top],
+                   self.src).stdout
+        res = subprocess.run(["git", "am", "-q"], cwd=self.src, input=mbox,
+                             env=dict(os.environ, **GIT_ENV),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+        self.assertNotEqual(res.returncode, 0)
+        self.refused("in the middle of a rebase or am")
+
+    def test_dropped_proof_refused_then_told(self):
+        git(["reset", "-q", "--hard", "HEAD~1"], self.src)
+        self.refused("would drop 1 patch(es)", "0003-timer-b.patch (proof: "
+                     "timer_b/is_twenty)", "--drop")
+        res = self.tool("refresh", "--drop")
+        self.assertOk(res)
+        self.assertEqual(len(self.base_now()["series"]), 2)
+
+
+class RoundTripTest(World):
+    """What refresh writes, apply takes: a commit that would become a
+    patch apply refuses is refused before anything is written."""
+
+    def setUp(self):
+        super().setUp()
+        self.make_three_patches()
+        self.assertOk(self.tool("apply"))
+        self.src = os.path.join(self.work, "src")
+        self.before = (self.deps_doc(), sorted(os.listdir(self.patches)))
+
+    def refused(self, *fragments):
+        res = self.tool("refresh")
+        self.assertFails(res, "nothing was written", *fragments)
+        self.assertEqual((self.deps_doc(), sorted(os.listdir(self.patches))),
+                         self.before)
+        # The series as it stands still applies in a fresh out/.
+        self.out = os.path.join(self.tmp, "fresh")
+        self.assertOk(self.tool("apply"))
+
+    def test_empty_commit_refused(self):
+        git(["commit", "-q", "--allow-empty", "-m", "core: nothing"],
+            self.src)
+        self.refused("an empty commit")
+
+    def test_non_ascii_file_name_refused(self):
+        write(os.path.join(self.src, "src", "caf\u00e9.c"), "int x;\n")
+        git(["add", "-A"], self.src)
+        git(["commit", "-q", "-m", "core: add a file"], self.src)
+        self.refused("which apply refuses", "no a/ prefix")
+
+    def test_trailing_white_space_refused(self):
+        write(os.path.join(self.src, "src", "timer.c"), "int x; \n")
+        git(["commit", "-q", "-a", "-m", "timer: spaces"], self.src)
+        self.refused("which apply refuses", "trailing whitespace")
+
+
+# A refresh killed (os._exit, as kill -9: no cleanup runs) when it comes
+# to write the file named by argv[4] (deps.json, or out/<base>/src's state
+# file after it), its patches written.
+KILLED_REFRESH = r"""
+import os, sys
+sys.path.insert(0, sys.argv[1])
+from uvpatchlib.series import refresh
+real = refresh.write_atomic
+def write_atomic(path, data, tmp=None):
+    if os.path.basename(path) == sys.argv[4]:
+        os._exit(137)
+    return real(path, data, tmp)
+refresh.write_atomic = write_atomic
+from uvpatchlib.cli import main
+sys.exit(main(["--repo", sys.argv[2], "--out", sys.argv[3], "refresh"]))
+"""
+
+
+class KilledRefreshTest(World):
+    def test_next_command_repairs_a_killed_refresh(self):
+        self.killed_at("deps.json")
+
+    def test_killed_before_the_state_of_src_is_written(self):
+        self.killed_at("uvpatch-state.json")
+
+    def killed_at(self, name):
+        self.make_three_patches()
+        self.assertOk(self.tool("apply"))
+        src = os.path.join(self.work, "src")
+        write(os.path.join(src, "src", "timer.c"), "int timer_a = 9;\n")
+        git(["commit", "-q", "-a", "-m", "timer: set timer_a"], src)
+        before = (self.deps_doc(), sorted(os.listdir(self.patches)))
+        res = subprocess.run(
+            [sys.executable, "-c", KILLED_REFRESH, os.path.join(
+                REPO, "scripts"), self.root, self.out, name],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.assertEqual(res.returncode, 137, res.stderr)
+        # Any command: patches/ and deps.json agree again.
+        res = self.tool("apply")
+        self.assertEqual(res.returncode, 6, res.stderr)  # src's new commit
+        self.assertIn("interrupted", res.stderr)
+        self.assertEqual((self.deps_doc(), sorted(os.listdir(self.patches))),
+                         before)
+        self.assertEqual([n for n in os.listdir(self.root)
+                          if n.startswith(".")], [])
+        # And the refresh the hint names finishes the work.
+        self.assertOk(self.tool("refresh"))
+        self.assertIn("0004-timer-set-timer_a.patch",
+                      os.listdir(self.patches))
+        self.out = os.path.join(self.tmp, "fresh")
+        self.assertOk(self.tool("apply"))

@@ -1,7 +1,10 @@
 import json
 import os
+import shutil
+import subprocess
+import sys
 
-from fixture import VendorWorld, git, write
+from fixture import TOOL, VendorWorld, git, write
 
 from uvpatchlib import VERSION
 from uvpatchlib.source.gittree import tree_id
@@ -44,6 +47,30 @@ class VendorTest(VendorWorld):
         self.assertEqual(prov["tree"], self.tree)
         self.assertEqual(prov["patches"], [])
         self.assertFalse(prov["patched"])
+
+    def test_lock_left_by_a_killed_run_is_cleared(self):
+        # kill -9 during git read-tree leaves its .lock beside the index.
+        self.assertOk(self.tool("vendor", self.dest))
+        lock = os.path.join(self.work, ".vendor.index.lock")
+        write(lock, "")
+        write(os.path.join(self.work, ".vendor.index"), "torn")
+        res = self.tool("vendor", "--unpatched", self.dest)
+        self.assertOk(res)
+        self.assertFalse(os.path.lexists(lock))
+
+    def test_special_provenance_file_is_refused_not_read(self):
+        # A FIFO would block the read, /dev/zero never end it.
+        for plant in (os.mkfifo, lambda p: os.symlink("/dev/zero", p)):
+            os.makedirs(self.dest)
+            plant(os.path.join(self.dest, "UVPATCH.json"))
+            res = subprocess.run(
+                [sys.executable, TOOL, "--repo", self.root, "--out",
+                 self.out, "vendor", self.dest],
+                env=dict(os.environ, XDG_CACHE_HOME=self.cache),
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                timeout=60)
+            self.assertFails(res, "is not an earlier export")
+            shutil.rmtree(self.dest)
 
     def test_reproducible(self):
         self.assertOk(self.tool("vendor", self.dest))

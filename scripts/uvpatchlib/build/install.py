@@ -27,7 +27,6 @@ into one prefix wait for each other.
 """
 
 import fnmatch
-import json
 import os
 import shlex
 
@@ -38,7 +37,7 @@ from ..source.gittree import file_ids
 from ..series.apply import BASE_TAG
 from . import swap
 from .cmake import _common_args, _configure, _ninja
-from .vendor import _inside, local_edits, provenance
+from .vendor import _inside, local_edits, provenance, read_provenance
 
 PROVENANCE = "share/uvpatch/UVPATCH.json"
 
@@ -190,11 +189,24 @@ def _check_content(prefix, real):
     return set(installed_files(real)) | {PROVENANCE}
 
 
+def _recheck(prefix, real, ours):
+    """Refuses the swap when the prefix changed since ``ours`` was read."""
+    try:
+        again = _check_content(prefix, real) or set()
+        why = None if again == ours else "its earlier install was replaced"
+    except UvPatchError as e:
+        why = e.message
+    if why:
+        raise UvPatchError(
+            "%s changed while the install ran: %s" % (prefix, why),
+            hint="nothing was overwritten; run `build --prefix` again once "
+                 "nothing else writes there", status=EXIT_STATE)
+
+
 def installed_files(real):
     """The files the earlier install recorded in its provenance file."""
-    with open(os.path.join(real, *PROVENANCE.split("/")),
-              encoding="utf-8") as f:
-        return json.load(f)["files"]
+    return read_provenance(os.path.join(real, *PROVENANCE.split("/")))[
+        "files"]
 
 
 def check_prefix(prefix, manifest):
@@ -247,6 +259,9 @@ def install(manifest, variant, prefix, applied=None):
         try:
             files = _stage(manifest, variant, build_dir, new, extra,
                            applied[1] if applied else None)
+            # The prefix again, as it is now: what another program wrote
+            # there while CMake staged is not removed with the old install.
+            _recheck(prefix, real, ours)
         except BaseException:
             remove_tree(new)
             raise

@@ -41,15 +41,18 @@ def foreign(dest, ours):
         for k in range(1, len(parts)):
             keep_dirs.add("/".join(parts[:k]))
     found = []
-
-    def walk(folder, prefix):
+    # A stack, not recursion: only folders of ``ours`` are entered, but
+    # a user's prefix may be deep.
+    stack = [(dest, "")]
+    while stack:
+        folder, prefix = stack.pop()
         with os.scandir(folder) as it:
             entries = sorted(it, key=lambda d: d.name)
         for d in entries:
             rel = prefix + d.name
             mode = d.stat(follow_symlinks=False).st_mode
             if stat.S_ISDIR(mode) and rel in keep_dirs:
-                walk(d.path, rel + "/")
+                stack.append((d.path, rel + "/"))
             elif stat.S_ISDIR(mode) or not (stat.S_ISREG(mode)
                                             or stat.S_ISLNK(mode)):
                 found.append(rel)
@@ -57,8 +60,7 @@ def foreign(dest, ours):
                 found.append(rel)
             # Other files and links are ours, or local edits the caller
             # has refused or been told to overwrite (--force).
-    walk(dest, "")
-    return found
+    return sorted(found)
 
 
 def copy_folder_meta(src, dst):
@@ -129,23 +131,87 @@ def swap_in(places, ours):
     os.unlink(places.journal)
 
 
+# A journal lists the entries a swap moved: a few, with short paths.
+JOURNAL_MAX = 1 << 20
+
+
+def _bad_journal(journal, why):
+    return UvPatchError(
+        "%s is not a journal this tool wrote: %s" % (journal, why),
+        hint="nothing was moved; if you did not make it, look at what it "
+             "and the .uvpatch-new folder beside it hold, remove them, then "
+             "run the command again", status=EXIT_STATE)
+
+
+def read_journal(journal):
+    """The kept paths a journal lists ([] when there is none, or it was
+    torn before its rename); refuses anything but a small regular file
+    holding a list of relative paths. Never blocks on a FIFO."""
+    try:
+        fd = os.open(journal, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
+                     | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        return []
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise _bad_journal(journal, "it is a symbolic link")
+        raise
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise _bad_journal(journal, "it is not a regular file")
+        if st.st_size > JOURNAL_MAX:
+            raise _bad_journal(journal, "%d bytes, over the %d a journal "
+                               "takes" % (st.st_size, JOURNAL_MAX))
+        data = f.read(JOURNAL_MAX + 1)
+    try:
+        kept = json.loads(data.decode("utf-8"))
+    except ValueError:
+        return []   # torn before its rename: nothing was moved yet
+    if not isinstance(kept, list) or not all(
+            isinstance(rel, str) for rel in kept):
+        raise _bad_journal(journal, "not a list of paths")
+    for rel in kept:
+        parts = rel.split("/")
+        if rel.startswith("/") or "\\" in rel or "\0" in rel or any(
+                part in ("", ".", "..") for part in parts):
+            raise _bad_journal(journal, "%r is not a path inside the "
+                               "folder" % rel)
+    return kept
+
+
+def _plain_folders(top, parts):
+    """True when ``top`` and each folder of ``parts`` under it that exists
+    is a folder, not a link: a move there stays inside ``top``."""
+    path = top
+    for part in [""] + parts:
+        path = os.path.join(path, part) if part else path
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            return True
+        if not stat.S_ISDIR(mode):
+            return False
+    return True
+
+
 def recover(places):
     """Undoes or finishes a swap that a kill or an error interrupted, so
     DEST holds the earlier or the new content, with every kept entry."""
     dest, new, old = places.dest, places.new, places.old
-    if not os.path.lexists(dest) and os.path.isdir(old):
+    if not os.path.lexists(dest) and os.path.isdir(old) and \
+            not os.path.islink(old):
         os.rename(old, dest)
-    try:
-        with open(places.journal, encoding="utf-8") as f:
-            kept = json.load(f)
-    except FileNotFoundError:
-        kept = []
-    except ValueError:
-        kept = []   # torn before its rename: nothing was moved yet
-    if os.path.isdir(new) and os.path.isdir(dest):
+    kept = read_journal(places.journal)
+    if _plain_folders(new, []) and os.path.isdir(dest):
         for rel in kept:
-            here = os.path.join(new, *rel.split("/"))
-            back = os.path.join(dest, *rel.split("/"))
+            parts = rel.split("/")
+            here = os.path.join(new, *parts)
+            back = os.path.join(dest, *parts)
+            # Never through a link: it would move a file from elsewhere.
+            if not (_plain_folders(new, parts[:-1])
+                    and _plain_folders(dest, parts[:-1])):
+                continue
             if os.path.lexists(here) and not os.path.lexists(back):
                 os.makedirs(os.path.dirname(back), exist_ok=True)
                 os.rename(here, back)

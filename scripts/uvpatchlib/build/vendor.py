@@ -15,8 +15,10 @@ import json
 import os
 
 from .. import VERSION, console, subproc
-from ..errors import UvPatchError, EXIT_STATE, EXIT_USAGE
-from ..fsutil import Lock, remove_tree
+from ..errors import UvPatchError, EXIT_FAILURE, EXIT_STATE, EXIT_USAGE
+from ..fsutil import (Lock, no_space, out_of_space, remove_tree,
+                      scratch_index)
+from ..source.extract import NotARegularFile, open_regular
 from ..source.gittree import file_ids
 from ..series.apply import BASE_TAG, apply_series
 from . import swap
@@ -54,6 +56,34 @@ def check_dest(dest, manifest, out):
         raise UvPatchError("%s exists and is not a folder" % dest,
                            hint="remove it or choose another DEST",
                            status=EXIT_USAGE)
+    if os.path.isdir(real) and os.path.ismount(real):
+        raise UvPatchError(
+            "%s is a mount point: the export is swapped in by renaming "
+            "DEST, which a mount point cannot be" % dest,
+            hint="export into a folder inside it, e.g. %s"
+                 % os.path.join(dest, "libuv"), status=EXIT_USAGE)
+
+
+# A provenance file lists every file of a libuv tree: some 100 KiB.
+_PROVENANCE_MAX = 16 << 20
+
+
+def read_provenance(path):
+    """The provenance file at ``path``, parsed; None for anything but a
+    small regular file of JSON (a FIFO there would block, a link to
+    /dev/zero never end)."""
+    try:
+        f = open_regular(path)
+    except (OSError, NotARegularFile):
+        return None
+    with f:
+        data = f.read(_PROVENANCE_MAX + 1)
+    if len(data) > _PROVENANCE_MAX:
+        return None
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (ValueError, RecursionError):
+        return None
 
 
 def local_edits(dest, name=PROVENANCE):
@@ -61,8 +91,7 @@ def local_edits(dest, name=PROVENANCE):
     "changed|added|removed path" lines against its provenance file
     ``name`` (a path under DEST; UVPATCH.json for an export)."""
     try:
-        with open(os.path.join(dest, name), encoding="utf-8") as f:
-            prov = json.load(f)
+        prov = read_provenance(os.path.join(dest, *name.split("/")))
         recorded = prov["files"]
         tree = prov["tree"]
         if prov.get("tool") != "uvpatch" or not isinstance(recorded, dict):
@@ -115,10 +144,15 @@ def provenance(manifest, patched, tree, files, extra=None, series=None):
 
 def _export(src, rev, work, index):
     """Writes the files of ``rev`` of the repository ``src`` to ``work``."""
-    env = {"GIT_INDEX_FILE": index, "GIT_WORK_TREE": work}
+    env = {"GIT_INDEX_FILE": scratch_index(index), "GIT_WORK_TREE": work}
     try:
         subproc.git(["read-tree", rev], cwd=src, env=env)
         subproc.git(["checkout-index", "-a", "-f"], cwd=src, env=env)
+    except UvPatchError as e:
+        if out_of_space(work):
+            raise no_space(os.path.dirname(work), "exporting the tree",
+                           e.message.split("\n")[0][:200], EXIT_FAILURE)
+        raise
     finally:
         remove_tree(index)
 
@@ -147,8 +181,8 @@ def _check_local(dest, force):
 
 def _ours(dest):
     """The files the earlier export wrote in DEST, its provenance too."""
-    with open(os.path.join(dest, PROVENANCE), encoding="utf-8") as f:
-        return set(json.load(f)["files"]) | {PROVENANCE}
+    return set(read_provenance(os.path.join(dest, PROVENANCE))["files"]) \
+        | {PROVENANCE}
 
 
 def _lock(dest):

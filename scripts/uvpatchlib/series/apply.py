@@ -14,7 +14,8 @@ from .. import console, subproc
 from ..errors import UvPatchError, EXIT_APPLY, EXIT_STATE
 from ..source.extract import copy_tree
 from ..source.fetch import Fetcher
-from ..fsutil import remove_tree, replace_dir, recover_dir, write_atomic
+from ..fsutil import (no_space, out_of_space, remove_tree, replace_dir,
+                      recover_dir, scratch_index, write_atomic)
 from .patchfile import Patch, hunk_ranges_of_diff, unusable
 
 STATE_FILE = "uvpatch-state.json"
@@ -114,7 +115,14 @@ def apply_series(manifest, out, source=None, discard=False):
     work = os.path.join(out, ".src.new")
     remove_tree(work)
     try:
-        state = _build(manifest, entry, work)
+        try:
+            state = _build(manifest, entry, work)
+        except UvPatchError as e:
+            # git says "could not write" or its exit status, not why.
+            if out_of_space(out):
+                raise no_space(out, "applying the series",
+                               e.message.split("\n")[0][:200], e.status)
+            raise
     except BaseException:
         remove_tree(work)
         raise
@@ -326,7 +334,7 @@ def export_commit(src, commit, dest):
     work = dest + ".new"
     remove_tree(work)
     os.makedirs(work)
-    index = dest + ".index"
+    index = scratch_index(dest + ".index")
     env = {"GIT_INDEX_FILE": os.path.abspath(index),
            "GIT_WORK_TREE": os.path.abspath(work)}
     try:

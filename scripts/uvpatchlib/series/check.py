@@ -197,15 +197,12 @@ def check(manifest, out, report):
         for entry, fresh in zip(manifest.series, names + [None] * len(
                 manifest.series)):
             name = entry["file"]
-            with open(os.path.join(folder, name), encoding="utf-8",
-                      newline="") as f:
-                text = f.read()
+            text = _read(os.path.join(folder, name))
             problems = lint_message(name, text) + proof_problems(
                 entry, text) + name_problems(entry, known)
             if fresh != name:
                 problems.append("refresh would name it %s" % fresh)
-            elif open(os.path.join(tmp, fresh), encoding="utf-8",
-                      newline="").read() != text:
+            elif _read(os.path.join(tmp, fresh)) != text:
                 problems.append("not canonical: `scripts/uvpatch refresh` "
                                 "would rewrite it")
             if problems:
@@ -214,3 +211,8 @@ def check(manifest, out, report):
             else:
                 report("PASS", "check " + name, _rules_kept(entry))
     return failures
+
+
+def _read(path):
+    with open(path, encoding="utf-8", newline="") as f:
+        return f.read()

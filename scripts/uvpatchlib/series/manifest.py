@@ -47,6 +47,8 @@ _DEBIAN_FIELDS = (
      "a file name like libuv-1.50.0.tar.gz"))
 # A base's name is also its folder under patches/ and out/.
 _BASE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*\Z")
+# Folders of out/ that are no base's: `rebase` works in out/rebase.
+RESERVED_NAMES = ("rebase",)
 
 _FIELDS = {
     "top": {"schema": int, "default_base": str, "bases": list},
@@ -190,6 +192,11 @@ def validate(doc, root, check_files=True, base=None):
             _fail(where + ".name", "%r is not a base name like v1.50.0"
                   % name, "use letters, digits and . _ + - (it names "
                   "folders under patches/ and out/)")
+        if name.lower() in RESERVED_NAMES:
+            _fail(where + ".name", "%r is the name of the tool's own folder "
+                  "out/%s" % (name, name.lower()), "give the base another "
+                  "name (say %s-base): its work folder is out/<name>"
+                  % name)
         if name in names:
             _fail(where + ".name", "%r is declared twice" % name,
                   "declare each base once")

@@ -18,6 +18,7 @@ import zlib
 
 from ..errors import UvPatchError, EXIT_FETCH
 from ..fsutil import file_kind
+from . import tarscan
 
 NOT_A_SOURCE = ("libuv's trees hold only regular files and folders (no "
                 "links, devices, FIFOs or .git), so this is not a source of "
@@ -141,6 +142,15 @@ def extract_tarball(path, dest):
     except NotARegularFile as e:
         _refuse(what, str(e))
     with f:
+        try:
+            tarscan.scan(f, MAX_MEMBERS * 3)
+        except tarscan.BadTarball as e:
+            raise UvPatchError("%s: %s" % (what, e), hint="this is not a "
+                               "tarball of libuv; use another source",
+                               status=EXIT_FETCH)
+        except _READ_ERRORS as e:
+            _damaged(what, e)
+        f.seek(0)
         _check_sizes(f, what)
         f.seek(0)
         try:
@@ -299,39 +309,50 @@ def copy_tree(src, dest, skip_top_git=False, exist_ok=False):
 
 
 def _copy(src, dest, what, skip_git, rel):
-    with os.scandir(src) as it:
-        entries = sorted(it, key=lambda d: d.name)
-    for entry in entries:
-        name = rel + entry.name
-        if entry.name == ".git":
-            if skip_git:
-                continue
-            _refuse(what, "it holds %s" % name)
-        mode = entry.stat(follow_symlinks=False).st_mode
-        target = os.path.join(dest, entry.name)
-        if stat.S_ISDIR(mode):
-            os.mkdir(target, 0o755)
-            _copy(entry.path, target, what, False, name + "/")
-        elif stat.S_ISREG(mode):
-            try:
-                f = open_regular(entry.path)
-            except NotARegularFile:
-                _refuse(what, "%s changed into a special file while it "
-                        "was read" % name)
-            with f:
-                fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL
-                             | _NOFOLLOW | _BINARY,
-                             0o755 if mode & stat.S_IXUSR else 0o644)
-                try:
-                    while True:
-                        chunk = f.read(_CHUNK)
-                        if not chunk:
-                            break
-                        _write_all(fd, chunk, target)
-                finally:
-                    os.close(fd)
-        else:
-            _refuse(what, "%s is %s" % (name, file_kind(mode)))
+    # A stack, not recursion: a crafted tree may be thousands deep.
+    stack = [(src, dest, rel, skip_git)]
+    while stack:
+        src, dest, rel, skip_git = stack.pop()
+        if rel.count("/") >= tarscan.MAX_DEPTH:
+            _refuse(what, "%s... is more than %d folders deep"
+                    % (rel[:60], tarscan.MAX_DEPTH))
+        with os.scandir(src) as it:
+            entries = sorted(it, key=lambda d: d.name)
+        for entry in entries:
+            name = rel + entry.name
+            if entry.name == ".git":
+                if skip_git:
+                    continue
+                _refuse(what, "it holds %s" % name)
+            mode = entry.stat(follow_symlinks=False).st_mode
+            target = os.path.join(dest, entry.name)
+            if stat.S_ISDIR(mode):
+                os.mkdir(target, 0o755)
+                stack.append((entry.path, target, name + "/", False))
+            elif stat.S_ISREG(mode):
+                _copy_file(entry.path, target, mode, what, name)
+            else:
+                _refuse(what, "%s is %s" % (name, file_kind(mode)))
+
+
+def _copy_file(path, target, mode, what, name):
+    try:
+        f = open_regular(path)
+    except NotARegularFile:
+        _refuse(what, "%s changed into a special file while it was read"
+                % name)
+    with f:
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL
+                     | _NOFOLLOW | _BINARY,
+                     0o755 if mode & stat.S_IXUSR else 0o644)
+        try:
+            while True:
+                chunk = f.read(_CHUNK)
+                if not chunk:
+                    break
+                _write_all(fd, chunk, target)
+        finally:
+            os.close(fd)
 
 
 def tree_problem(path):
@@ -347,6 +368,9 @@ def tree_problem(path):
                     return "it holds %s" % name
                 mode = entry.stat(follow_symlinks=False).st_mode
                 if stat.S_ISDIR(mode):
+                    if name.count("/") >= tarscan.MAX_DEPTH:
+                        return "%s... is more than %d folders deep" % (
+                            name[:60], tarscan.MAX_DEPTH)
                     stack.append((entry.path, name + "/"))
                 elif not stat.S_ISREG(mode):
                     return "%s is %s" % (name, file_kind(mode))

@@ -26,7 +26,8 @@ from ..errors import UvPatchError, EXIT_FETCH
 from .extract import (MAX_TOTAL, NOT_A_SOURCE, NotARegularFile, copy_tree,
                       extract_tarball, open_regular, source_kind,
                       tree_problem, write_failed)
-from ..fsutil import Lock, remove_tree, sha256_file, write_atomic
+from ..fsutil import (Lock, no_space, out_of_space, remove_tree, sha256_file,
+                      write_atomic)
 from . import gitref
 from .cache import CacheEntry, cache_root
 from .gittree import tree_id
@@ -67,7 +68,12 @@ class Fetcher:
                   wait=True, name="uvpatch.lock"):
             for name in os.listdir(self.cache):
                 if name.startswith(".tmp-"):
-                    remove_tree(os.path.join(self.cache, name))
+                    try:
+                        remove_tree(os.path.join(self.cache, name))
+                    except OSError as e:
+                        # Not in the way: the fetch makes its own.
+                        console.note("cannot remove %s, left by an "
+                                     "interrupted fetch: %s" % (name, e))
             return self._fetch(source, also)
 
     def _fetch(self, source, also=()):
@@ -123,6 +129,8 @@ class Fetcher:
                 console.note("%s: %s" % (label, e))
                 tried.append("%s: %s" % (label, e))
             except UvPatchError as e:
+                if getattr(e, "full_disk", False):
+                    raise
                 console.note("%s: refused: %s" % (label, e.message))
                 tried.append("%s: refused: %s" % (label, e.message))
         raise UvPatchError(
@@ -165,7 +173,16 @@ class Fetcher:
         os.makedirs(self.cache, exist_ok=True)
         tmp = tempfile.mkdtemp(prefix=".tmp-", dir=self.cache)
         try:
-            info = produce(tmp)
+            try:
+                info = produce(tmp)
+            except (Unavailable, UvPatchError, OSError) as e:
+                # A full cache disk is not the source's fault, and the
+                # next source would fill it all the same.
+                if out_of_space(self.cache):
+                    raise no_space(self.cache, "fetching from %s" % label,
+                                   (getattr(e, "message", None) or str(e))
+                                   .split("\n")[0][:200], EXIT_FETCH)
+                raise
             odd = tree_problem(os.path.join(tmp, "tree"))
             if odd:
                 raise UvPatchError("%s: %s" % (label, odd),
@@ -421,9 +438,7 @@ def _fetch_commit(repo, src, commit, depth=None, keep=None):
         why = "does not contain commit %s" % commit
     elif keep:
         subproc.git(["update-ref", keep, commit], cwd=repo)
-    for ref in subproc.git_out(["for-each-ref", "--format=%(refname)",
-                                _FETCHED], cwd=repo).split():
-        subproc.git(["update-ref", "-d", ref], cwd=repo)
+    subproc.delete_refs(_FETCHED, repo)
     return why
 
 

@@ -37,8 +37,10 @@ def _entry_sort_key(entry):
     return name + b"/" if mode == b"40000" else name
 
 
-def _hash_dir(path, skip, files=None, prefix=""):
-    entries = []
+def _entries(path, skip, prefix):
+    """A folder's entries as (name, mode, oid or None, path, rel): a
+    subfolder's oid is filled in once it is hashed."""
+    found = []
     with os.scandir(path) as it:
         for dirent in it:
             name = os.fsencode(dirent.name)
@@ -48,29 +50,46 @@ def _hash_dir(path, skip, files=None, prefix=""):
             rel = prefix + dirent.name
             if stat.S_ISLNK(st.st_mode):
                 target = os.fsencode(os.readlink(dirent.path))
-                entries.append((name, b"120000", _object_id(b"blob", target)))
+                found.append([name, b"120000", _object_id(b"blob", target),
+                              dirent.path, rel])
             elif stat.S_ISDIR(st.st_mode):
-                sub = _hash_dir(dirent.path, (), files, rel + "/")
-                if sub is not None:  # git does not record empty folders
-                    entries.append((name, b"40000", sub))
-                continue
+                found.append([name, b"40000", None, dirent.path, rel])
             elif stat.S_ISREG(st.st_mode):
-                blob = _blob_id(dirent.path)
                 mode = b"100755" if st.st_mode & stat.S_IXUSR else b"100644"
-                entries.append((name, mode, blob))
-            else:
-                # Sockets, fifos and devices have no place in a source
-                # tree; git ignores them too.
-                continue
-            if files is not None:
-                files[rel] = "%s %s" % (entries[-1][1].decode(),
-                                        entries[-1][2].hex())
-    if not entries:
-        return None
-    entries.sort(key=_entry_sort_key)
-    body = b"".join(mode + b" " + name + b"\0" + oid
-                    for name, mode, oid in entries)
-    return _object_id(b"tree", body)
+                found.append([name, mode, _blob_id(dirent.path),
+                              dirent.path, rel])
+            # Sockets, fifos and devices have no place in a source tree;
+            # git ignores them too.
+    return found
+
+
+def _hash_dir(path, skip, files=None):
+    """The tree id of ``path`` (bytes, None for no file in it), walked
+    with a stack: a tree thousands of folders deep is no recursion."""
+    top = [None, b"40000", None, path, ""]
+    # Each frame: the entry being hashed, its children, the next child.
+    stack = [[top, _entries(path, skip, ""), 0]]
+    while stack:
+        frame = stack[-1]
+        entry, children, k = frame
+        if k < len(children):
+            frame[2] += 1
+            child = children[k]
+            if child[1] == b"40000":
+                stack.append([child, _entries(child[3], (),
+                                              child[4] + "/"), 0])
+            continue
+        stack.pop()
+        kept = [c for c in children if c[2] is not None]
+        if files is not None:
+            for c in kept:
+                if c[1] != b"40000":
+                    files[c[4]] = "%s %s" % (c[1].decode(), c[2].hex())
+        if kept:
+            kept.sort(key=_entry_sort_key)
+            entry[2] = _object_id(b"tree", b"".join(
+                c[1] + b" " + c[0] + b"\0" + c[2] for c in kept))
+    return top[2]
 
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"

@@ -25,7 +25,7 @@ import time
 
 from .. import console, subproc
 from ..errors import UvPatchError
-from ..fsutil import remove_tree
+from ..fsutil import remove_tree, scratch_index
 from ..build import cmake
 from ..build.cmake import Variant, build_tree, host_target
 from ..verify.libuvsuite import _libuv_tests, libuv_run
@@ -99,7 +99,8 @@ class Tree:
         part = test_part(diff)
         if not part:
             return base, None
-        index = os.path.join(self.path, ".git", "tests-only.index")
+        index = scratch_index(os.path.join(self.path, ".git",
+                                           "tests-only.index"))
         env = {"GIT_INDEX_FILE": index}
         try:
             subproc.git(["read-tree", base], cwd=self.path, env=env)

@@ -13,6 +13,7 @@ import itertools
 import os
 
 from .. import subproc
+from ..fsutil import scratch_index
 
 # Beyond this many candidates the search takes them all at once rather
 # than trying every subset (2^12 index builds would take minutes).
@@ -34,7 +35,7 @@ class Item:
 def applies(repo, base, mails):
     """True when the diffs of ``mails`` apply one after the other on the
     commit ``base`` of ``repo``, exactly."""
-    index = os.path.join(repo, ".git", "prdeps.index")
+    index = scratch_index(os.path.join(repo, ".git", "prdeps.index"))
     env = {"GIT_INDEX_FILE": index}
     try:
         subproc.git(["read-tree", base], cwd=repo, env=env)

@@ -21,7 +21,7 @@ from ..errors import (UvPatchError, EXIT_APPLY, EXIT_MANIFEST, EXIT_STATE,
                       EXIT_USAGE)
 from ..source import gitref
 from ..source.fetch import fetch_commit
-from ..fsutil import remove_tree, write_atomic
+from ..fsutil import remove_tree, scratch_index, write_atomic
 from ..series.apply import BASE_TAG, apply_series
 from ..series.message import clean_message, tool_names, upstream_problems
 from ..series.patchfile import Patch
@@ -320,7 +320,8 @@ def _branches(manifest, work, base, label, chosen, patches, who):
 
 def _refuse(work, base, label, item):
     """Says why a patch goes on the base with no set of earlier ones."""
-    env = {"GIT_INDEX_FILE": os.path.join(work, ".git", "refuse.index")}
+    env = {"GIT_INDEX_FILE": scratch_index(os.path.join(work, ".git",
+                                                        "refuse.index"))}
     subproc.git(["read-tree", base], cwd=work, env=env)
     if subproc.git(["apply", "--cached", "-R", "--check", item.mail], cwd=work,
                    env=env, check=False).returncode == 0:

@@ -36,6 +36,8 @@ def checkout_prefix(src, commit, dest):
     index = os.path.abspath(dest + ".index")
     env = {"GIT_INDEX_FILE": index, "GIT_WORK_TREE": os.path.abspath(dest)}
     os.makedirs(dest, exist_ok=True)
+    if os.path.lexists(index + ".lock"):    # a killed run's
+        os.unlink(index + ".lock")
     if not os.path.exists(index):
         remove_tree(dest)
         os.makedirs(dest)

@@ -34,9 +34,7 @@ def finish(manifest, out, work, state):
               for e in manifest.series}
     changed, removed = refresh(target, out, src=work,
                                priors=[by_file[p["file"]] for p in applied])
-    for ref in subproc.git_out(["for-each-ref", "--format=%(refname)",
-                                OLD_REFS], cwd=work).split():
-        subproc.git(["update-ref", "-d", ref], cwd=work)
+    subproc.delete_refs(OLD_REFS, work)
     remove_tree(os.path.join(work, ".git", PATCHES))
     os.unlink(os.path.join(work, ".git", STATE))
 
