@@ -7,7 +7,7 @@ import sys
 
 from . import VERSION, console
 from .errors import UvPatchError, EXIT_USAGE
-from .fsutil import Lock
+from .fsutil import Lock, check_cmake_paths, check_out
 from .series.manifest import load
 from .build.cmake import CONFIGS, TARGETS
 
@@ -571,42 +571,3 @@ def os_error_hint(e):
         return ("make %s writable, or choose another folder, then run the "
                 "command again" % (e.filename or "the file named above"))
     return "fix the cause named above and run the command again"
-
-
-def check_out(out_root, repo):
-    """Refuses a work folder the tool would write into the sources of:
-    the repository itself, a folder holding it, or one of its tracked
-    folders (patches/ is rewritten by refresh, scripts/ runs)."""
-    real = os.path.realpath(out_root)
-    root = os.path.realpath(repo)
-    what = "the repository or a folder holding it" \
-        if _inside(root, real) else None
-    for name in ("patches", "scripts", "tests", "ci", ".ci", ".git",
-                 ".github"):
-        if _inside(real, os.path.join(root, name)):
-            what = "inside the repository's %s/" % name
-    if what:
-        raise UvPatchError(
-            "--out %s is %s" % (out_root, what),
-            hint="use out/ (the default) or a folder outside the "
-                 "repository's patches/, scripts/, tests/ and ci/",
-            status=EXIT_USAGE)
-
-
-def check_cmake_paths(out_root, repo):
-    """Refuses, before any work, a checkout or work folder whose path has
-    a line break: CMake writes the paths into lines of its files."""
-    for path, what, hint in (
-            (os.path.abspath(repo), "the checkout", "clone the repository "
-             "into a folder whose path has no line break: CMake builds "
-             "its tests/ from there, so --out DIR alone is not enough"),
-            (out_root, "the work folder", "pass --out DIR, a folder whose "
-             "path has no line break")):
-        if "\n" in path or "\r" in path:
-            raise UvPatchError(
-                "%s %r has a line break in its path, which CMake cannot "
-                "take" % (what, path), hint=hint, status=EXIT_USAGE)
-
-
-def _inside(path, folder):
-    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
