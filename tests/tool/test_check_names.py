@@ -14,18 +14,7 @@ from fixture import REPO, World, git, write
 from uvpatchlib.series.cases import known_cases, name_problems
 from uvpatchlib.series.check import lint_message
 
-DIFF = """---
- src/core.c | 1 +
- 1 file changed, 1 insertion(+)
-
-diff --git a/src/core.c b/src/core.c
-index 0000000..1111111 100644
---- a/src/core.c
-+++ b/src/core.c
-@@ -1 +1,2 @@
- int a;
-+int b;
-"""
+from test_check import DIFF
 
 
 def own_patch(author, signed):
