@@ -32,12 +32,12 @@ import shlex
 
 from .. import console, subproc
 from ..errors import UvPatchError, EXIT_FAILURE, EXIT_STATE, EXIT_USAGE
-from ..fsutil import Lock, remove_tree, write_atomic
+from ..fsutil import Lock, inside, remove_tree, write_atomic
 from ..source.gittree import file_ids
 from ..series.apply import BASE_TAG
 from . import swap
 from .cmake import _common_args, _configure, _ninja
-from .vendor import _inside, local_edits, provenance, read_provenance
+from .vendor import local_edits, provenance, read_provenance
 
 PROVENANCE = "share/uvpatch/UVPATCH.json"
 
@@ -86,12 +86,12 @@ def _check_place(prefix, real, manifest):
     a read-only or unwritable file system, or a mount point."""
     _check_name(prefix)
     root = os.path.realpath(manifest.root)
-    if _inside(root, real):
+    if inside(root, real):
         raise UvPatchError("%s is this repository or holds it" % prefix,
                            hint="install elsewhere, e.g. "
                                 "$HOME/.local/libuv-uvpatch",
                            status=EXIT_USAGE)
-    if _inside(real, root):
+    if inside(real, root):
         # Inside the checkout only in a folder git ignores (out/): the
         # tracked ones (scripts/, tests/, patches/) and .git are the
         # project's own.
@@ -320,7 +320,7 @@ def _check_installed(build_dir, new):
     except FileNotFoundError:
         return
     root = os.path.realpath(new)
-    stray = [p for p in paths if not _inside(os.path.realpath(p), root)]
+    stray = [p for p in paths if not inside(os.path.realpath(p), root)]
     if stray:
         raise UvPatchError(
             "libuv's install rules wrote outside the prefix:\n  %s"

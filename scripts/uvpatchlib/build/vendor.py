@@ -16,7 +16,7 @@ import os
 
 from .. import VERSION, console, subproc
 from ..errors import UvPatchError, EXIT_FAILURE, EXIT_STATE, EXIT_USAGE
-from ..fsutil import (Lock, no_space, out_of_space, remove_tree,
+from ..fsutil import (Lock, inside, no_space, out_of_space, remove_tree,
                       scratch_index)
 from ..source.extract import NotARegularFile, open_regular
 from ..source.gittree import file_ids
@@ -24,10 +24,6 @@ from ..series.apply import BASE_TAG, apply_series
 from . import swap
 
 PROVENANCE = "UVPATCH.json"
-
-
-def _inside(path, folder):
-    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 def check_dest(dest, manifest, out):
@@ -40,14 +36,14 @@ def check_dest(dest, manifest, out):
                            hint="create the parent folder first (the tool "
                                 "makes only DEST itself)", status=EXIT_USAGE)
     root = os.path.realpath(manifest.root)
-    if _inside(root, real):
+    if inside(root, real):
         raise UvPatchError("%s is this repository or holds it" % dest,
                            hint="export into another repository, e.g. "
                                 "../myproject/deps/libuv", status=EXIT_USAGE)
     for folder, what in ((os.path.realpath(os.path.dirname(out)),
                           "the work folder out/"),
                          (os.path.join(root, "patches"), "patches/")):
-        if _inside(real, folder):
+        if inside(real, folder):
             raise UvPatchError("%s is inside %s" % (dest, what),
                                hint="export outside this repository's "
                                     "out/ and patches/; they are rewritten "

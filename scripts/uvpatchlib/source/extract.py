@@ -17,7 +17,7 @@ import tarfile
 import zlib
 
 from ..errors import UvPatchError, EXIT_FETCH
-from ..fsutil import file_kind
+from ..fsutil import file_kind, inside
 from . import tarscan
 
 NOT_A_SOURCE = ("libuv's trees hold only regular files and folders (no "
@@ -249,7 +249,7 @@ def _one_member(tar, member, what, dest, root):
     except OSError as e:
         write_failed(dest, e)
     # Every folder on the way was made here, without links; say so.
-    if not _inside(os.path.realpath(folder), root):
+    if not inside(os.path.realpath(folder), root):
         _refuse(what, "member %r points outside the tree" % name)
     if member.isdir():
         return
@@ -291,10 +291,6 @@ def _write_all(fd, data, path):
             view = view[os.write(fd, view):]
         except OSError as e:
             raise OSError(e.errno, e.strerror, path)
-
-
-def _inside(path, root):
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def copy_tree(src, dest, skip_top_git=False, exist_ok=False):
