@@ -2,6 +2,7 @@
 rules, backports keep upstream's message and must say where they come
 from."""
 
+import json
 import os
 import unittest
 
@@ -267,9 +268,22 @@ class CheckCommandTest(World):
                       "characters" % name, res.stdout)
         self.assertIn("; 1 proof case(s)", res.stdout)
 
-
-if __name__ == "__main__":
-    unittest.main()
+    def test_check_fails_deps_in_another_form(self):
+        # A file typed in another form, here one line: carry and refresh
+        # would rewrite it, so check says so first.
+        applied_backport(self)
+        path = os.path.join(self.root, "deps.json")
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(json.dumps(doc) + "\n")
+        res = self.tool("check")
+        self.assertFails(res, "1 check(s) of the series failed")
+        self.assertIn("FAIL check deps.json: not in the form the tool writes "
+                      "(two-space indent, a value per line, a newline at the "
+                      "end); `scripts/uvpatch refresh --base ", res.stdout)
+        self.assertOk(self.tool("refresh"))
+        self.assertOk(self.tool("check"))
 
 
 class CheckWarningsTest(World):
@@ -286,3 +300,7 @@ class CheckWarningsTest(World):
             self.assertOk(res)
             self.assertNotIn("Warning", res.stderr, args)
             self.assertNotIn("Traceback", res.stderr, args)
+
+
+if __name__ == "__main__":
+    unittest.main()

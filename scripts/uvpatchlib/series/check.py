@@ -19,6 +19,7 @@ author: its `From:` is one of its `Signed-off-by:` lines.
 """
 
 import email.utils
+import json
 import os
 import re
 import tempfile
@@ -27,7 +28,7 @@ from ..errors import UvPatchError
 from .apply import BASE_TAG, apply_series
 from .cases import (known_cases, name_problems, needed_patch_problems,
                     needed_patches)
-from .manifest import UPSTREAM_STATUSES
+from .manifest import UPSTREAM_STATUSES, dump
 from .message import upstream_problems
 from .patchfile import Patch, header
 from .refresh import format_series
@@ -174,8 +175,19 @@ def check(manifest, out, report):
     of failures."""
     failures = 0
     folder = manifest.patch_dir
-    report("PASS", "check deps.json", "valid, %d patches, hashes current"
-           % len(manifest.series))
+    with open(manifest.path, encoding="utf-8") as f:
+        written = f.read()
+    if written != dump(json.loads(written)):
+        # refresh and carry write this form: a file in another one
+        # would come back reformatted from the next of them.
+        failures += 1
+        report("FAIL", "check deps.json", "not in the form the tool writes "
+               "(two-space indent, a value per line, a newline at the "
+               "end); `scripts/uvpatch refresh --base %s` rewrites it so"
+               % manifest.name)
+    else:
+        report("PASS", "check deps.json", "valid, %d patches, hashes "
+               "current" % len(manifest.series))
     try:
         src = apply_series(manifest, out)
     except UvPatchError as e:
