@@ -103,6 +103,11 @@ class RebaseTest(RebaseWorld):
         self.assertIn("0003-timer-b.patch: unchanged", res.stdout)
         self.assertIn("upstream v0.0.1", res.stdout)
         self.assertIn("-> base v0.0.2: v0.0.2", res.stdout)
+        # The tree is named by what the user gave, not the scratch folder
+        # it went through.
+        self.assertNotIn(".fetch-ref-", res.stdout + res.stderr)
+        self.assertRegex(res.stdout + res.stderr, r"verified tree \w+ "
+                         r"\(v0\.0\.2 from [^)]+\)")
         self.assertEqual(sorted(os.listdir(os.path.join(
             self.root, "patches", "v0.0.2"))), [
                 "0001-core-line5.patch", "0002-core-line30.patch",

@@ -56,10 +56,11 @@ class Fetcher:
         self.entry_path = os.path.join(self.cache, manifest.tree)
 
     # The verified entry, from wherever it can be had.
-    def fetch(self, source=None, also=()):
+    def fetch(self, source=None, also=(), label=None):
         """``source`` must serve this tree; ``also`` (local sources, such
         as rebase's --source) are tried after the cache, before
-        UVPATCH_SOURCE, and may lack it."""
+        UVPATCH_SOURCE, and may lack it. ``label`` names ``source`` in
+        messages when the user did not pass it as --source."""
         # The cache is shared by every out/: one fetch at a time (the lock
         # is ~/.cache/uvpatch.lock, beside it). Scratch folders seen under
         # the lock were left by a killed run.
@@ -74,20 +75,20 @@ class Fetcher:
                         # Not in the way: the fetch makes its own.
                         console.note("cannot remove %s, left by an "
                                      "interrupted fetch: %s" % (name, e))
-            return self._fetch(source, also)
+            return self._fetch(source, also, label)
 
-    def _fetch(self, source, also=()):
+    def _fetch(self, source, also=(), label=None):
         tried = []
         if source:
             # A source named for this command must be right: a mismatch
             # is an error, not a reason to quietly use something else.
+            label = label or "--source %s" % source
             try:
                 return self._install(
-                    lambda tmp: self._from_local(source, tmp),
-                    "--source %s" % source)
+                    lambda tmp: self._from_local(source, tmp), label)
             except Unavailable as e:
                 raise UvPatchError(
-                    "--source %s: %s" % (source, e),
+                    "%s: %s" % (label, e),
                     hint="pass a git repository or bundle holding commit "
                          "%s, a directory or a tarball of tree %s"
                          % (self.manifest.commit, self.manifest.tree),
@@ -462,7 +463,7 @@ _COMMIT_ID = re.compile(r"^[0-9a-f]{40}$")
 def fetch_ref(manifest, out_root, ref, source):
     """Finds REF in ``source`` (else UVPATCH_SOURCE, else deps.json's git
     source) and brings it into a scratch folder in ``out_root``. Returns
-    {commit, label, tree, fetch_from, tarball, repo} and the scratch
+    {commit, label, tree, fetch_from, tarball, repo, shown} and the scratch
     folder, to remove afterwards: ``fetch_from`` serves REF's tree to a
     Fetcher; ``repo`` is a repository with REF's history when the source
     has it (None otherwise)."""
@@ -488,6 +489,8 @@ def fetch_ref(manifest, out_root, ref, source):
     except BaseException:
         remove_tree(scratch)
         raise
+    # The scratch folder is ours: messages name what the user gave.
+    found["shown"] = "%s from %s" % (ref, gitref.display(src))
     return found, scratch
 
 

@@ -49,7 +49,8 @@ def start(manifest, out_root, ref, source=None, name=None, nearest=True):
         onto, notes = base_entry(manifest, found, name)
         target = validate(manifest.doc_with(onto), manifest.root,
                           check_files=False, base=onto["name"])
-        entry = Fetcher(target).fetch(found["fetch_from"])
+        entry = Fetcher(target).fetch(found["fetch_from"],
+                                      label=found["shown"])
         if nearest:
             manifest = choose.choose(manifest, out_root, found, entry,
                                      also)
