@@ -120,6 +120,19 @@ class TestCaseOptionTest(World):
         self.assertIsNotNone(error)
         self.assertIn("FAIL v0.0.1 linux proof demo/fails_before", out)
 
+    def test_a_target_the_proof_leaves_out_is_named(self):
+        # Proved on Linux only, the case fails on the Windows base and
+        # passes patched there too: the output says to list windows.
+        self.deps["series"][0]["proof"] = [
+            {"target": "linux", "cases": ["demo/fails_before"]}]
+        self.save_deps()
+        out, error = self.run_test("demo/fails_before")
+        self.assertIsNone(error, out)
+        self.assertIn("demo/fails_before shows the defect on windows too: "
+                      "list windows in the proof of 0001-core-fix.patch",
+                      out)
+        self.assertNotIn("on linux too", out)
+
     def test_unknown_names_refused_before_building(self):
         for only, said in (("dmeo", "no program dmeo (did you mean demo?)"),
                            ("demo/fails_befor", "demo has no case "

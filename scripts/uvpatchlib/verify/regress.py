@@ -14,6 +14,7 @@ from .. import console
 from ..errors import UvPatchError, EXIT_FAILURE
 from ..fsutil import write_atomic
 from ..build.cmake import host_target
+from ..series.manifest import TARGETS
 from .runner import (CASE_TIMEOUT, TIMING_REPORT, _first_result, _one_line,
                      _status_name)
 
@@ -78,12 +79,19 @@ def proofs_for(manifest, target):
     return wanted
 
 
+def proved_elsewhere(manifest, target):
+    """{program/case: patch file} of the proofs on the other targets."""
+    return {case: patch for other in TARGETS if other != target
+            for case, (patch, _) in proofs_for(manifest, other).items()}
+
+
 def run_regress(manifest, patched, base, runner, tally):
     target = patched.target
     threads_only = patched.config == "tsan"
     console.step("regression programs (%s%s)" % (
            target, ", the cases that start threads" if threads_only else ""))
     proofs = proofs_for(manifest, target)
+    elsewhere = proved_elsewhere(manifest, target)
     found = set()
     results = {}
     for program in regress_programs(manifest.root):
@@ -111,7 +119,7 @@ def run_regress(manifest, patched, base, runner, tally):
                              "base": base_status, "base_why": base_why,
                              "base_notes": base_notes}
             judge_base(tally, runner, target, name, proofs, base_status,
-                       base_why)
+                       base_why, elsewhere, status)
     if base is None:
         console.note("proofs are judged by the Release run, not under %s"
                      % patched.config)
@@ -125,9 +133,11 @@ def run_regress(manifest, patched, base, runner, tally):
                      "deps.json names a case that does not exist")
 
 
-def judge_base(tally, runner, target, name, proofs, base_status, base_why):
+def judge_base(tally, runner, target, name, proofs, base_status, base_why,
+               elsewhere=None, status=None):
     """A proof case's line: PASS only when the base fails it; any other
-    case's base result is an information line."""
+    case's base result is an information line, which says so when a
+    proof on another target (``elsewhere``) shows its defect here too."""
     if name in proofs:
         patch, native_only = proofs[name]
         label = "%s proof %s (%s)" % (target, name, patch)
@@ -144,6 +154,10 @@ def judge_base(tally, runner, target, name, proofs, base_status, base_why):
     else:
         tally.info("base: %s %s%s" % (base_status.lower(), name,
                                       ": " + base_why if base_why else ""))
+        patch = (elsewhere or {}).get(name)
+        if patch and status == "PASS" and base_status == "FAIL":
+            tally.info("%s shows the defect on %s too: list %s in the "
+                       "proof of %s" % (name, target, target, patch))
 
 
 def results_path(out, target, config):

@@ -5,7 +5,8 @@ included), with the command each run was; no other suite runs.
 
 from ..errors import UvPatchError, EXIT_USAGE
 from ..series.cases import known_cases, near
-from .regress import judge_base, list_cases, proofs_for, run_case
+from .regress import (judge_base, list_cases, proofs_for, proved_elsewhere,
+                      run_case)
 
 
 def parse_only(root, only):
@@ -34,6 +35,7 @@ def run_only(manifest, patched, base, runner, tally, program, case=None):
     ``base``, each result followed by the command that gave it."""
     target = patched.target
     proofs = proofs_for(manifest, target)
+    elsewhere = proved_elsewhere(manifest, target)
     try:
         cases = [case] if case else list_cases(runner, patched, program)
     except UvPatchError as e:
@@ -52,7 +54,7 @@ def run_only(manifest, patched, base, runner, tally, program, case=None):
         base_status, base_why = run_case(runner, base, program, one,
                                          base_notes)
         judge_base(tally, runner, target, name, proofs, base_status,
-                   base_why)
+                   base_why, elsewhere, status)
         tally.info("base:    $ " + runner.shown(base.program(program),
                                                 [one]))
         for note in base_notes:
