@@ -1,13 +1,20 @@
 """CONTRIBUTING's recipes: the first one lists what a newcomer must know
 to add a case, at most six things, and the guide covers what a
 contributor otherwise guessed (one case alone, a case that proves no
-patch, carrying a patch to the other bases). Reads the file only."""
+patch, carrying a patch to the other bases). The first recipe's program
+is whole: it compiles with the harness as it stands, with and without
+the patch it needs."""
 
 import os
 import re
+import shutil
+import subprocess
+import tempfile
 import unittest
 
-from fixture import REPO
+from fixture import REPO, write
+
+from uvpatchlib.series.cases import patch_id
 
 MAX_CONCEPTS = 6
 
@@ -40,6 +47,34 @@ class ContributingTest(unittest.TestCase):
         self.assertNotIn("UV_VERSION_HEX <", self.text)
         self.assertIn("Carry a patch to the other bases",
                       [h for h, _ in self.sections])
+
+    @unittest.skipUnless(shutil.which("cc"), "needs a C compiler")
+    def test_first_program_is_whole(self):
+        heading, body = self.sections[0]
+        blocks = re.findall(r"```c\n(.*?)```", body, re.S)
+        self.assertEqual(len(blocks), 1, "one program, not parts of one")
+        program = re.sub(r"^   ", "", blocks[0], flags=re.M)
+        needed = re.search(r'SKIP_WITHOUT_PATCH\("([^"]+)"\)', program)
+        self.assertTrue(needed, "the program shows how a case skips")
+        guard = "UVPATCH_IN_SERIES_" + patch_id(needed.group(1))
+        self.assertIn("defined(%s)" % guard, program)
+        with tempfile.TemporaryDirectory() as tmp:
+            write(os.path.join(tmp, "case.c"), program)
+            # What the build gives: uv.h, and uvpatch_series.h for a
+            # series with or without the patch.
+            write(os.path.join(tmp, "uv.h"),
+                  "const char* uv_err_name(int err);\n")
+            write(os.path.join(tmp, "uvpatch_series.h"),
+                  '#define UVPATCH_SERIES "demo"\n'
+                  '#define UVPATCH_FROM "series demo"\n')
+            for defines in ([], ["-D" + guard]):
+                res = subprocess.run(
+                    ["cc", "-Wall", "-Werror",
+                     "-Wno-unused-function", "-fsyntax-only", "-I", tmp,
+                     "-I", os.path.join(REPO, "tests", "regress")]
+                    + defines + [os.path.join(tmp, "case.c")],
+                    capture_output=True, text=True)
+                self.assertEqual(res.returncode, 0, res.stderr)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""The hand-written docs stay reference: at most 5,800 words in all, no
+"""The hand-written docs stay reference: under 6,000 words in all, no
 count of cases or tests (those change; results.md and the programs'
 --list give them), and every repository path and link they name exists.
 Reads the files only."""
@@ -10,7 +10,9 @@ import unittest
 
 from fixture import REPO
 
-MAX_WORDS = 5800
+# The limit. The docs as written hold at most 5,800, so that a new
+# patch's README row and its CONTRIBUTING lines fit without a trim.
+MAX_WORDS = 6000
 # A file written by a command says so on its first line and is not ours
 # to count.
 GENERATED = "_Written by `scripts/uvpatch"
@@ -67,7 +69,7 @@ class DocsTest(unittest.TestCase):
         self.assertIn("CONTRIBUTING.md", self.docs)
         self.assertNotIn(os.path.join("docs", "results.md"), self.docs)
 
-    def test_at_most_5800_words(self):
+    def test_under_6000_words(self):
         words = {name: len(text.split()) for name, text in self.docs.items()}
         self.assertLessEqual(sum(words.values()), MAX_WORDS, words)
 

@@ -1,8 +1,8 @@
 """The README's bases agree with deps.json: the title's count, a row of
 its table of bases per base (default, commit and tree, what it is for,
 its source without GitHub, its series folder), and a column per base in
-its table of changes. A base added to deps.json alone fails here.
-Reads the files only."""
+its table of changes, each cell a word of the README's key. A base added
+to deps.json alone fails here. Reads the files only."""
 
 import json
 import os
@@ -13,6 +13,9 @@ from fixture import REPO
 
 NUMBERS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six",
            7: "seven", 8: "eight", 9: "nine", 10: "ten"}
+
+# How a base has a change, as the README's key says.
+CELLS = ("fix", "backport", "backport + tests", "upstream", "—")
 
 
 def tables(text):
@@ -97,6 +100,14 @@ def readme_problems(readme, doc):
         problems.append("the table of changes has columns %s; deps.json "
                         "bases %s" % (", ".join(changes[0][0][1:]),
                                       ", ".join(names)))
+    else:
+        for row in changes[0][1:]:
+            for base, cell in zip(changes[0][0][1:], row[1:]):
+                if cell not in CELLS:
+                    problems.append("the table of changes says %r for %s "
+                                    "(%s); use one of %s" % (
+                                        cell, base, row[0][:40],
+                                        ", ".join(CELLS)))
     return problems
 
 
@@ -138,6 +149,18 @@ class ReadmeBasesTest(unittest.TestCase):
         self.assertIn("%s: the README says it is for" % base["name"],
                       problems)
         self.assertIn("is not commit ffffffffffff", problems)
+
+    def test_a_cell_outside_the_key_is_caught(self):
+        # A patch on one base only: the others say "—", nothing else.
+        readme, doc = load()
+        row = next(ln for ln in readme.splitlines()
+                   if ln.startswith("| at most 32 datagrams"))
+        odd = readme.replace(row, row.replace("| fix |", "| n/a |", 1))
+        problems = "\n".join(readme_problems(odd, doc))
+        self.assertIn("the table of changes says 'n/a' for", problems)
+        self.assertIn("use one of fix, backport", problems)
+        ok = readme.replace(row, row.replace("| fix |", "| — |", 1))
+        self.assertEqual(readme_problems(ok, doc), [])
 
 
 if __name__ == "__main__":
