@@ -97,11 +97,6 @@ def paths_figures(notes):
     return text
 
 
-def twin_figures(notes):
-    fig = json_figures(notes)
-    return _slashed(fig, ("reports", "other_errors", "enomem", "datagrams"))
-
-
 # What timer_model prints, as (regex, how the cell shows it).
 _MODEL = (
     (re.compile(r"\bmedian=([\d.]+)"), "median %s ms"),
@@ -142,10 +137,6 @@ PROGRAMS = {
         "The error-queue reports",
         "reports / plain errors / alloc_cb calls / error-queue reads",
         errqueue_figures),
-    "udp_twin": (
-        "The read errors beside the reports",
-        "reports / plain errors / injected ENOMEM passed on / datagrams",
-        twin_figures),
 }
 
 
