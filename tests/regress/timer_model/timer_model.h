@@ -81,7 +81,8 @@
  *                      pairs 50 us apart, each request starting a 1 ms
  *                      timeout that its response stops, then 1 ms of
  *                      silence. Counts calls per blocking poll and
- *                      spurious wake-ups a second; none may occur.
+ *                      spurious wake-ups a second; none may occur (a
+ *                      run with one is measured once more).
  *   cancel_pending     each round's first wait is ended at once by
  *                      uv_async_send(), and every third cancel answers
  *                      STATUS_PENDING: the next wait is in milliseconds,
