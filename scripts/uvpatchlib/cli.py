@@ -491,11 +491,14 @@ def parser():
         sp = sub.add_parser(name, help=text, description=text)
         for add in options:
             add(sp)
-        # Also after the command (`fetch --out DIR`); not given there, it
-        # leaves the one before the command as it is.
+        # Also after the command (`fetch --out DIR`, `test -v`); not given
+        # there, they leave the ones before the command as they are.
         sp.add_argument("--out", metavar="DIR", default=argparse.SUPPRESS,
                         help="work folder (default: out/ in the "
                              "repository)")
+        sp.add_argument("-v", "--verbose", action="store_true",
+                        default=argparse.SUPPRESS,
+                        help="show the commands run")
         sp.set_defaults(handler=handler)
     return p
 

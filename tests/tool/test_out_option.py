@@ -1,4 +1,4 @@
-"""--out works before the command and after it."""
+"""--out and -v work before the command and after it."""
 
 import os
 import subprocess
@@ -18,6 +18,12 @@ class OutOptionTest(World):
         # After the command wins, as the later one.
         self.assertEqual(parser().parse_args(
             ["--out", "/a", "fetch", "--out", "/b"]).out, "/b")
+
+    def test_verbose_either_side(self):
+        for argv in (["-v", "test"], ["test", "-v"],
+                     ["test", "--case", "a/b", "--verbose"]):
+            self.assertTrue(parser().parse_args(argv).verbose, argv)
+        self.assertFalse(parser().parse_args(["test"]).verbose)
 
     def test_apply_with_out_after_the_command(self):
         env = dict(os.environ, XDG_CACHE_HOME=self.cache,

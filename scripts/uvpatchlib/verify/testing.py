@@ -134,8 +134,9 @@ def test(manifests, out_root, suite="regression", target=None,
     if tally.failed:
         raise UvPatchError("%d test(s) failed: %s"
                            % (tally.failed, ", ".join(tally.failures[:10])),
-                           hint="run one case alone with -v to see its "
-                                "command", status=EXIT_FAILURE)
+                           hint="run one again alone, with its commands: "
+                                "`scripts/uvpatch test --base NAME --case "
+                                "PROGRAM/CASE`", status=EXIT_FAILURE)
     return tally
 
 
