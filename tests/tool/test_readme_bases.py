@@ -56,7 +56,7 @@ def readme_problems(readme, doc):
         name = plain(row[0]).replace("(default)", "").strip()
         rows[name] = row
     names = [b["name"] for b in bases]
-    if list(rows) != names:
+    if sorted(rows) != sorted(names):
         problems.append("the table of bases lists %s; deps.json %s"
                         % (", ".join(rows), ", ".join(names)))
     for base in bases:
