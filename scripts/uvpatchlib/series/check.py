@@ -19,7 +19,6 @@ author: its `From:` is one of its `Signed-off-by:` lines.
 """
 
 import email.utils
-import json
 import os
 import re
 import tempfile
@@ -177,7 +176,7 @@ def check(manifest, out, report):
     folder = manifest.patch_dir
     with open(manifest.path, encoding="utf-8") as f:
         written = f.read()
-    if written != dump(json.loads(written)):
+    if written != dump(manifest.doc):
         # refresh and carry write this form: a file in another one
         # would come back reformatted from the next of them.
         failures += 1

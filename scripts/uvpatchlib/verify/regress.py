@@ -134,7 +134,7 @@ def run_regress(manifest, patched, base, runner, tally):
 
 
 def judge_base(tally, runner, target, name, proofs, base_status, base_why,
-               elsewhere=None, status=None):
+               elsewhere, status):
     """A proof case's line: PASS only when the base fails it; any other
     case's base result is an information line, which says so when a
     proof on another target (``elsewhere``) shows its defect here too."""
@@ -154,7 +154,7 @@ def judge_base(tally, runner, target, name, proofs, base_status, base_why,
     else:
         tally.info("base: %s %s%s" % (base_status.lower(), name,
                                       ": " + base_why if base_why else ""))
-        patch = (elsewhere or {}).get(name)
+        patch = elsewhere.get(name)
         if patch and status == "PASS" and base_status == "FAIL":
             tally.info("%s shows the defect on %s too: list %s in the "
                        "proof of %s" % (name, target, target, patch))
