@@ -270,7 +270,8 @@ class CheckCommandTest(World):
 
     def test_check_fails_deps_in_another_form(self):
         # A file typed in another form, here one line: carry and refresh
-        # would rewrite it, so check says so first.
+        # would rewrite it, so check says so first, and names the
+        # command as typed for the default base: without --base.
         applied_backport(self)
         path = os.path.join(self.root, "deps.json")
         with open(path, encoding="utf-8") as f:
@@ -281,7 +282,7 @@ class CheckCommandTest(World):
         self.assertFails(res, "1 check(s) of the series failed")
         self.assertIn("FAIL check deps.json: not in the form the tool writes "
                       "(two-space indent, a value per line, a newline at the "
-                      "end); `scripts/uvpatch refresh --base ", res.stdout)
+                      "end); `scripts/uvpatch refresh` rewrites it so", res.stdout)
         self.assertOk(self.tool("refresh"))
         self.assertOk(self.tool("check"))
 

@@ -182,8 +182,8 @@ def check(manifest, out, report):
         failures += 1
         report("FAIL", "check deps.json", "not in the form the tool writes "
                "(two-space indent, a value per line, a newline at the "
-               "end); `scripts/uvpatch refresh --base %s` rewrites it so"
-               % manifest.name)
+               "end); `scripts/uvpatch refresh%s` rewrites it so"
+               % manifest.base_option)
     else:
         report("PASS", "check deps.json", "valid, %d patches, hashes "
                "current" % len(manifest.series))
