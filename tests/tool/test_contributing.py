@@ -3,8 +3,11 @@ to add a case, at most six things, and the guide covers what a
 contributor otherwise guessed (one case alone, a case that proves no
 patch, carrying a patch to the other bases). The first recipe's program
 is whole: it compiles with the harness as it stands, with and without
-the patch it needs."""
+the patch it needs. The recipes read in the order they are done: the
+case recipe stands alone, and the patch recipe sends the reader back to
+it at its own step. The tool's messages name sections that exist."""
 
+import glob
 import os
 import re
 import shutil
@@ -39,6 +42,31 @@ class ContributingTest(unittest.TestCase):
         concepts = re.findall(r"^\d+\. ", listed, re.M)
         self.assertGreater(len(concepts), 0, "no list of concepts")
         self.assertLessEqual(len(concepts), MAX_CONCEPTS)
+
+    def test_recipes_read_in_the_order_they_are_done(self):
+        # A first recipe that opened with "commit the patch first" sent
+        # a newcomer to the second one before its own steps.
+        headings = [h for h, _ in self.sections]
+        self.assertEqual(headings[:2], ["Add a regression case",
+                                        "Add a patch to a series"])
+        listed = self.sections[0][1].split("Steps:", 1)[0]
+        self.assertNotIn("**proof**", listed)
+        steps = re.findall(r"^\d+\. (.*)$", self.sections[1][1], re.M)
+        self.assertTrue(any("first recipe" in step for step in steps),
+                        "the patch recipe writes its case at a step")
+
+    def test_sections_the_tool_names_exist(self):
+        named = set()
+        for path in glob.glob(os.path.join(REPO, "scripts", "uvpatchlib",
+                                           "**", "*.py"), recursive=True):
+            with open(path, encoding="utf-8") as f:
+                code = re.sub(r'"\s*\n\s*"', "", f.read())
+            named.update(re.findall(r'CONTRIBUTING\.md, \\?"?([A-Z][\w ]+)',
+                                    code))
+        self.assertTrue(named, "no section named by the tool")
+        headings = [h for h, _ in self.sections]
+        for name in named:
+            self.assertIn(name.strip(), headings)
 
     def test_covers_what_was_guessed(self):
         for said in ("test --base v1.x --case", "proves no patch",

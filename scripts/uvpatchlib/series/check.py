@@ -141,7 +141,7 @@ def proof_problems(entry, text):
         return ["a fix patch (Upstream-Status %s, not tests-only) must name "
                 "a proof case in deps.json, a regression case of "
                 "tests/regress that fails on the unpatched base "
-                "(CONTRIBUTING.md, \"Prove a patch\")"
+                "(CONTRIBUTING.md, \"Add a patch to a series\")"
                 % entry["upstream_status"]]
     if "no_proof" not in entry:
         return ["a %s with no proof case must say why in deps.json: "
