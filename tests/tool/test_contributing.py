@@ -8,6 +8,7 @@ case recipe stands alone, and the patch recipe sends the reader back to
 it at its own step. The tool's messages name sections that exist."""
 
 import glob
+import json
 import os
 import re
 import shutil
@@ -67,6 +68,22 @@ class ContributingTest(unittest.TestCase):
         headings = [h for h, _ in self.sections]
         for name in named:
             self.assertIn(name.strip(), headings)
+
+    def test_entry_example_is_what_check_takes(self):
+        # The example entry is in the tool's form, and for the recipe's
+        # shared-code edit (src/uv-common.c) it proves on both targets,
+        # as the text says; one target left a newcomer guessing.
+        body = dict(self.sections)["Add a patch to a series"]
+        self.assertIn("src/uv-common.c", body)
+        block = re.findall(r"```json\n(.*?)```", body, re.S)[0]
+        block = re.sub(r"^   ", "", block, flags=re.M)
+        entry = json.loads("{\n" + block + "}")
+        # deps.json's form, one level out: the keys of an entry.
+        inner = json.dumps(entry, indent=2).splitlines()[1:-1]
+        self.assertEqual(block.rstrip("\n").splitlines(),
+                         [line[2:] for line in inner])
+        self.assertEqual({p["target"] for p in entry["proof"]},
+                         {"linux", "windows"})
 
     def test_covers_what_was_guessed(self):
         for said in ("test --base v1.x --case", "proves no patch",
