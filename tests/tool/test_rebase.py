@@ -330,8 +330,11 @@ exec {git} "$@"
                              tag="v0.0.2")
         res = self.tool("rebase", "--onto", "v0.0.2")
         self.assertOk(res)
-        self.assertIn("dropped sources[1] (archive fake-0.0.1.tar.gz)",
-                      res.stdout)
+        # The note says the base needs nothing more, not "add it back".
+        self.assertIn("dropped sources[1] (archive fake-0.0.1.tar.gz): its "
+                      "sha256 is for v0.0.1 and no tarball of v0.0.2 came "
+                      "with --source to verify; the git source serves the "
+                      "new base", res.stdout)
         self.assertEqual([s["kind"] for s in
                           self.deps_now("v0.0.2")["sources"]],
                          ["git"])

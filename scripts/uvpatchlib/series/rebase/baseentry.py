@@ -58,7 +58,8 @@ def _sources(manifest, label, tarball):
                          % (what, os.path.basename(tarball), label,
                             sha256_file(tarball)))
             continue
-        notes.append("dropped %s: its sha256 is for %s and the tarball of "
-                     "%s was not given to verify; add it back by hand once "
-                     "checked" % (what, manifest.upstream["tag"], label))
+        notes.append("dropped %s: its sha256 is for %s and no tarball of "
+                     "%s came with --source to verify; the git source "
+                     "serves the new base" % (what, manifest.upstream["tag"],
+                                              label))
     return kept, notes
