@@ -19,6 +19,7 @@ import unittest
 from fixture import REPO, write
 
 from uvpatchlib.series.cases import patch_id
+from uvpatchlib.series.manifest import dump
 
 MAX_CONCEPTS = 6
 
@@ -79,7 +80,7 @@ class ContributingTest(unittest.TestCase):
         block = re.sub(r"^   ", "", block, flags=re.M)
         entry = json.loads("{\n" + block + "}")
         # deps.json's form, one level out: the keys of an entry.
-        inner = json.dumps(entry, indent=2).splitlines()[1:-1]
+        inner = dump(entry).splitlines()[1:-1]
         self.assertEqual(block.rstrip("\n").splitlines(),
                          [line[2:] for line in inner])
         self.assertEqual({p["target"] for p in entry["proof"]},
