@@ -45,6 +45,20 @@ class ContributingTest(unittest.TestCase):
         self.assertGreater(len(concepts), 0, "no list of concepts")
         self.assertLessEqual(len(concepts), MAX_CONCEPTS)
 
+    def test_first_recipe_steps_use_only_what_it_lists(self):
+        # A newcomer counted as unlisted concepts the harness's macros,
+        # tests/common/ and deps.json, which the steps used.
+        listed, steps = self.sections[0][1].split("Steps:", 1)
+        with open(os.path.join(REPO, "tests", "regress", "harness.h"),
+                  encoding="utf-8") as f:
+            macros = set(re.findall(r"^#define ([A-Z][A-Z_]*)\b", f.read(),
+                                    re.M))
+        used = macros & set(re.findall(r"\b[A-Z][A-Z_]*\b", steps))
+        used |= set(re.findall(r"\b(?:tests/\w+/?|deps\.json)", steps))
+        self.assertTrue(used)
+        for name in sorted(used):
+            self.assertIn(name.rstrip("/"), listed)
+
     def test_recipes_read_in_the_order_they_are_done(self):
         # A first recipe that opened with "commit the patch first" sent
         # a newcomer to the second one before its own steps.
@@ -87,7 +101,7 @@ class ContributingTest(unittest.TestCase):
                          {"linux", "windows"})
 
     def test_covers_what_was_guessed(self):
-        for said in ("test --base v1.x --case", "proves no patch",
+        for said in ("test --base v1.x --case", "upstream's behaviour",
                      "SKIP_WITHOUT_PATCH", "scripts/uvpatch carry"):
             self.assertIn(said, self.text)
         self.assertNotIn("UV_VERSION_HEX <", self.text)
