@@ -60,7 +60,7 @@ typedef int (*case_fn)(void);
 typedef struct {
   const char* name;
   case_fn fn;
-  int flags;
+  int flags;  /* CASE_THREADS, or 0 when a table leaves it out. */
 } test_case;
 
 /* The reason printed after the result; set by FAIL() and SKIP(). The
@@ -107,11 +107,11 @@ static void harness_note_first(char* err,
  * series its build comes from lacks the patch, naming it; the unpatched
  * base of a series that has it runs the case (where it proves the patch).
  * The build defines UVPATCH_IN_SERIES_<ID> for each patch of the series,
- * <ID> its file name without number and .patch, in upper case, each
+ * <ID> its file name without "NNNN-" and ".patch", in upper case, each
  * character that is not a letter or a digit made "_":
  *
- *   #elif !defined(UVPATCH_IN_SERIES_CORE_GIVE_ERROR_CODE_0_A_NAME)
- *     SKIP_WITHOUT_PATCH("core-give-error-code-0-a-name");
+ *   #if !defined(UVPATCH_IN_SERIES_SRC_GIVE_ERROR_CODE_0_A_NAME)
+ *     SKIP_WITHOUT_PATCH("src-give-error-code-0-a-name");
  *
  * UVPATCH_IN_TREE_<ID> says the same of this build's own tree.
  */
