@@ -148,6 +148,17 @@ class ResultsTest(World):
     def test_missing_base_file(self):
         self.assertEqual(self.row("v0.0.2"), ["—"] * 4)
 
+    def test_a_file_there_keeps_figures_of_a_base_without_record(self):
+        # A fresh clone's `results`, before any test, wiped every figure.
+        with open(self.dest, encoding="utf-8") as f:
+            before = f.read()
+        res = self.tool("results", "--write", self.dest)
+        self.assertFails(res, "no test record of v0.0.2",
+                         "would lose its figures", "scripts/uvpatch test")
+        self.assertEqual(res.returncode, 6)
+        with open(self.dest, encoding="utf-8") as f:
+            self.assertEqual(f.read(), before)
+
     def test_default_destination_and_bad_record(self):
         self.assertOk(self.tool("results"))
         with open(os.path.join(self.root, "docs", "results.md"),

@@ -7,7 +7,7 @@ import os
 import re
 
 from .. import console, subproc
-from ..errors import UvPatchError, EXIT_FAILURE
+from ..errors import UvPatchError, EXIT_FAILURE, EXIT_STATE
 from ..fsutil import write_atomic
 from .regress import results_path
 
@@ -279,6 +279,18 @@ def write_results(manifest, out_root, dest):
                                         TARGET, CONFIG)) for b in bases]
     windows = [load_record(results_path(os.path.join(out_root, b["name"]),
                                         "windows", CONFIG)) for b in bases]
+    # A file already there holds figures of every base; one without a
+    # record here would lose its own for a row of dashes.
+    missing = [b["name"] for b, r in zip(bases, records) if r is None]
+    if missing and os.path.exists(dest):
+        raise UvPatchError(
+            "no test record of %s in %s: %s would lose its figures"
+            % (", ".join(missing), console.shown(out_root),
+               console.shown(dest)),
+            hint="run `scripts/uvpatch test` (every base; UVPATCH_SOURCE "
+                 "for the bases other than the default), then `results` "
+                 "again; or `results --write FILE` for a new file",
+            status=EXIT_STATE)
     write_atomic(dest, render(bases, records, checkout_commit(manifest.root),
                               windows))
     return dest
