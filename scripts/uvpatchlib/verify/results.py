@@ -277,8 +277,6 @@ def write_results(manifest, out_root, dest):
     bases = manifest.doc["bases"]
     records = [load_record(results_path(os.path.join(out_root, b["name"]),
                                         TARGET, CONFIG)) for b in bases]
-    windows = [load_record(results_path(os.path.join(out_root, b["name"]),
-                                        "windows", CONFIG)) for b in bases]
     # A file already there holds figures of every base; one without a
     # record here would lose its own for a row of dashes.
     missing = [b["name"] for b, r in zip(bases, records) if r is None]
@@ -291,6 +289,8 @@ def write_results(manifest, out_root, dest):
                  "for the bases other than the default), then `results` "
                  "again; or `results --write FILE` for a new file",
             status=EXIT_STATE)
+    windows = [load_record(results_path(os.path.join(out_root, b["name"]),
+                                        "windows", CONFIG)) for b in bases]
     write_atomic(dest, render(bases, records, checkout_commit(manifest.root),
                               windows))
     return dest
