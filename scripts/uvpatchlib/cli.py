@@ -436,7 +436,7 @@ COMMANDS = {
                 lambda p: p.add_argument(
                     "--force", action="store_true",
                     help="overwrite local edits in an earlier export")]),
-    "test": (cmd_test, "run every test; ends with 'N passed, N failed'",
+    "test": (cmd_test, "run every test; ends 'N passed, N failed, N skipped'",
              [lambda p: p.add_argument(
                  "--base", metavar="NAME",
                  help="test this base only (default: every base, the "

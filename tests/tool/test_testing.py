@@ -146,6 +146,14 @@ class ResultLinesTest(unittest.TestCase):
                           "FAIL b: too many", "     figures of b"])
         self.assertEqual(Tally().recap(), "")
 
+    def test_summary_counts_skips_even_when_none(self):
+        # The README's test command ends "N passed, N failed, N skipped",
+        # a narrow run without skips too.
+        tally = Tally()
+        with contextlib.redirect_stdout(io.StringIO()):
+            tally.result("PASS", "a")
+        self.assertEqual(tally.summary(), "1 passed, 0 failed, 0 skipped")
+
 
 class LibuvRerunTest(unittest.TestCase):
     """How a libuv test that fails patched is judged: rerun, then the

@@ -69,10 +69,8 @@ class Tally:
                          self.failure_lines)
 
     def summary(self):
-        line = "%d passed, %d failed" % (self.passed, self.failed)
-        if self.skipped:
-            line += ", %d skipped" % self.skipped
-        return line
+        return "%d passed, %d failed, %d skipped" % (
+            self.passed, self.failed, self.skipped)
 
 
 # libuv tests that send to addresses off this machine (multicast groups,

@@ -3,7 +3,7 @@
 (libuvsuite.py).
 
 Every result is one line on stdout: ``PASS name``, ``FAIL name: why`` or
-``SKIP name: why``; the run ends with ``N passed, N failed[, N skipped]``.
+``SKIP name: why``; the run ends with ``N passed, N failed, N skipped``.
 """
 
 import os
