@@ -275,8 +275,12 @@ def checkout_commit(root):
 def write_results(manifest, out_root, dest):
     """Writes ``dest`` from every base's record in ``out_root``."""
     bases = manifest.doc["bases"]
-    records = [load_record(results_path(os.path.join(out_root, b["name"]),
-                                        TARGET, CONFIG)) for b in bases]
+
+    def records_of(target):
+        return [load_record(results_path(os.path.join(out_root, b["name"]),
+                                         target, CONFIG)) for b in bases]
+
+    records = records_of(TARGET)
     # A file already there holds figures of every base; one without a
     # record here would lose its own for a row of dashes.
     missing = [b["name"] for b, r in zip(bases, records) if r is None]
@@ -289,8 +293,7 @@ def write_results(manifest, out_root, dest):
                  "for the bases other than the default), then `results` "
                  "again; or `results --write FILE` for a new file",
             status=EXIT_STATE)
-    windows = [load_record(results_path(os.path.join(out_root, b["name"]),
-                                        "windows", CONFIG)) for b in bases]
+    windows = records_of("windows")
     write_atomic(dest, render(bases, records, checkout_commit(manifest.root),
                               windows))
     return dest
