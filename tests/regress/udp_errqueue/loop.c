@@ -101,7 +101,10 @@ static void on_timer(uv_timer_t* timer) {
    * or before the last paced send: then wait for it (settle.h).
    */
   busy = uv_is_active((uv_handle_t*) &ctx.pace) ||
-         (ctx.receiving && !ctx.stopped && fd_pending(udp_fd(&ctx.udp)));
+         (ctx.receiving && !ctx.stopped &&
+          fd_pending_read(udp_fd(&ctx.udp),
+                          ctx.recv_calls - ctx.empty_reads,
+                          &ctx.settle));
   if (settle_more(timer, on_timer, &ctx.waits, busy))
     return;
   ctx.errqueue_reads = errqueue_reads;

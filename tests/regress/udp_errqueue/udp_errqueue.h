@@ -27,12 +27,13 @@
  *
  * Every case bounds its loop with a one second uv timer, so a spinning
  * (unpatched) loop also ends and reports what it did; while the socket
- * still holds what the case queued, the end waits for libuv to read it
- * (settle.h), so a loaded machine does not change the counts. Each case
- * runs in a private network namespace when it can (root, or unprivileged
- * user namespaces), so that other traffic does not eat into the ICMP rate
- * limit. Only loopback addresses (127.0.0.0/8 and ::1) are sent to. Linux
- * only: elsewhere every case is skipped.
+ * still holds what the case queued and libuv goes on reading, the end
+ * waits for it (settle.h), so a loaded machine does not change the
+ * counts. Each case runs in a private network namespace when it can
+ * (root, or unprivileged user namespaces), so that other traffic does
+ * not eat into the ICMP rate limit. Only loopback addresses
+ * (127.0.0.0/8 and ::1) are sent to. Linux only: elsewhere every case
+ * is skipped.
  *
  * The files: loop.c, the loop every case runs and what it counts;
  * report.c, one report; burst.c, several; send_only.c, a handle that
@@ -156,6 +157,7 @@ typedef struct {
   /* recv_start() ran; the end's waits for what is still queued. */
   int receiving;
   long waits;
+  settle_state settle;
   /* Positive nread of another size than the cases' datagrams. */
   long unflagged;
   long unflagged_nread;

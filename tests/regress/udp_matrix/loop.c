@@ -152,7 +152,10 @@ static void on_end(uv_timer_t* timer) {
    */
   busy = !mc.watch.closed && mc.cell->kind != KIND_SEND_ONLY &&
          mc.cell->kind != KIND_FLOOD &&
-         (mc.stopped || fd_pending(udp_fd(&mc.udp)));
+         (mc.stopped ||
+          fd_pending_read(udp_fd(&mc.udp),
+                          mc.reports + mc.datagrams + mc.plain_errors,
+                          &mc.settle));
   if (settle_more(timer, on_end, &mc.waits, busy))
     return;
   /* What libuv did, before our own reads. */

@@ -55,9 +55,9 @@
  * those left queued equal the ICMP errors.
  *
  * The run ends RUN_MS after it starts, or later while the socket still
- * holds what the case sent or a stopped handle waits for its restart
- * (settle.h): a loaded machine delays a case but does not change what it
- * counts.
+ * holds what the case sent and libuv goes on reading, or a stopped
+ * handle waits for its restart (settle.h): a loaded machine delays a
+ * case but does not change what it counts.
  *
  * Each case runs in a private network namespace when it can (root, or
  * unprivileged user namespaces), so that nobody else's traffic shares the
@@ -271,6 +271,7 @@ typedef struct {
   long max_per_iter;
   long max_reports_per_iter;
   long waits;                  /* Iterations of the end's waits. */
+  settle_state settle;
   long listed[MAX_LISTED];
   int nlisted;
   /* recv_cb. */
