@@ -10,7 +10,7 @@ import os
 import re
 
 from .. import console, subproc
-from ..fsutil import remove_tree
+from ..fsutil import remove_tree, sha256_file
 from ..series.apply import apply_series, read_state
 from ..build.cmake import Variant, build_tree, check_target, host_target
 from .libuvsuite import libuv_run
@@ -52,6 +52,10 @@ def bisect(manifest, out, report, config="Release"):
     runner = Runner(target)
     failures = 0
     libuv_tests = []
+    # {(program, case): the program's digest when the case passed}: a patch
+    # that leaves a program's bytes as they were (it changes only another
+    # platform's code, or libuv's own tests) cannot change its cases.
+    passed = {}
     for k, (entry, state) in enumerate(zip(manifest.series, applied), 1):
         label = "bisect %s" % entry["file"]
         dest = os.path.join(out, "bisect", "tree")
@@ -81,14 +85,21 @@ def bisect(manifest, out, report, config="Release"):
                 continue
             programs += [p for p in prior.get("tests", [])
                          if p not in programs]
+        reused = 0
         for program in programs:
+            digest = sha256_file(variant.program(program))
             for case in list_cases(runner, variant, program):
                 if "%s/%s" % (program, case) in later:
+                    continue
+                if passed.get((program, case)) == digest:
+                    reused += 1
                     continue
                 status, why = run_case(runner, variant, program, case)
                 ran += 1
                 if status == "FAIL":
                     bad.append("%s/%s: %s" % (program, case, why))
+                else:
+                    passed[(program, case)] = digest
         for test in libuv_tests:
             status, why = libuv_run(runner, variant, test)
             ran += 1
@@ -99,7 +110,11 @@ def bisect(manifest, out, report, config="Release"):
             report("FAIL", label, "; ".join(bad)[:600])
         else:
             report("PASS", label, "builds for %s; %d tests of the prefix "
-                   "pass or skip" % (target, ran))
+                   "pass or skip%s" % (
+                       target, ran + reused,
+                       "" if not reused else " (%d of them on programs "
+                       "that passed them unchanged before this patch)"
+                       % reused))
     if target != host_target():
         console.note("bisect ran for %s" % target)
     return failures
