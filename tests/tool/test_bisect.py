@@ -32,9 +32,8 @@ class BisectReuseTest(unittest.TestCase):
             return "PASS", ""
 
         reports = []
-        # create: the digest is looked up where the module imports it.
         with mock.patch.multiple(
-                bisect, create=True, check_target=lambda *a: "linux",
+                bisect, check_target=lambda *a: "linux",
                 host_target=lambda: "linux",
                 apply_series=lambda *a: "/src",
                 read_state=lambda src: {"patches": [
