@@ -42,13 +42,15 @@ class ThreadTestsTest(unittest.TestCase):
 
 
 class FakeRunner:
-    def __init__(self, result):
-        self.result = result
+    under_wine = False
+
+    def __init__(self, result, *more):
+        self.results = [result] + list(more)
         self.calls = []
 
     def run(self, exe, args, **kwargs):
         self.calls.append((exe, args, kwargs))
-        return self.result
+        return self.results[min(len(self.calls), len(self.results)) - 1]
 
 
 class FakeVariant:
@@ -120,6 +122,25 @@ class ResultLinesTest(unittest.TestCase):
         self.assertEqual(status, "FAIL")
         self.assertIn("killed by signal 6, no result line", why)
         self.assertIn("Assertion failed", why)
+
+    def test_silent_wine_exit_is_run_again_for_its_errors(self):
+        runner = FakeRunner((1, "", ""), (0, "skip case: Linux only\n",
+                                          "0024:err:sync:timeout\n"))
+        runner.under_wine = True
+        status, why = regress.run_case(runner, FakeVariant(), "prog", "case")
+        self.assertEqual(status, "FAIL")
+        self.assertEqual(len(runner.calls), 2)
+        self.assertEqual(runner.calls[1][2]["env"],
+                         {"WINEDEBUG": "-all,err+all"})
+        self.assertIn("exit status 1, no result line", why)
+        self.assertIn("run again with WINEDEBUG=-all,err+all: exit status "
+                      "0, SKIP; 0024:err:sync:timeout", why)
+
+    def test_wine_exit_with_a_word_is_not_run_again(self):
+        runner = FakeRunner((5, "", "wine: Unhandled page fault\n"))
+        runner.under_wine = True
+        status, why = regress.run_case(runner, FakeVariant(), "prog", "case")
+        self.assertEqual((status, len(runner.calls)), ("FAIL", 1))
 
     def test_report_lines(self):
         tally = Tally()

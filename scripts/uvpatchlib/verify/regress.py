@@ -50,8 +50,29 @@ def run_case(runner, variant, program, case, notes=None):
     result = _first_result(out)
     if result:
         return result
-    return "FAIL", "%s, no result line; %s" % (_status_name(code),
-                                               _one_line(err)[:300])
+    why = "%s, no result line; %s" % (_status_name(code), _one_line(err)[:300])
+    if runner.under_wine and not err.strip():
+        why += _wine_errors(runner, variant, program, case)
+    return "FAIL", why
+
+
+# Wine's own error channel, which the runs keep quiet: some programs
+# print harmless errors of it in every run.
+WINE_ERRORS = {"WINEDEBUG": "-all,err+all"}
+
+
+def _wine_errors(runner, variant, program, case):
+    """A case that left Wine without a word: what a second run, with
+    Wine's errors shown, says. The first run's verdict stands."""
+    code, out, err = runner.run(variant.program(program), [case],
+                                env=WINE_ERRORS)
+    result = _first_result(out)
+    again = result[0] if result else "no result line"
+    said = " | ".join(ln.strip() for ln in err.splitlines()[-3:]
+                      if ln.strip())
+    return "run again with WINEDEBUG=%s: %s, %s%s" % (
+        WINE_ERRORS["WINEDEBUG"], _status_name(code), again,
+        "; " + said[:300] if said else "")
 
 
 def list_cases(runner, variant, program, threads_only=False):
