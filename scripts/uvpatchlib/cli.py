@@ -86,6 +86,8 @@ def cmd_bases(args, manifest):
     from .series.bases import base_names, ci_steps, describe_bases
     if args.names:
         print(base_names(manifest), end="")
+    elif args.default:
+        print(manifest.doc["default_base"])
     elif args.ci:
         print(ci_steps(manifest), end="")
     else:
@@ -97,6 +99,8 @@ def _add_bases_options(p):
     what.add_argument("--names", action="store_true",
                       help="print each base's name alone, a line each "
                            "(for scripts: .ci/run, the GitHub workflow)")
+    what.add_argument("--default", action="store_true",
+                      help="print the default base's name (for scripts)")
     what.add_argument("--ci", action="store_true",
                       help="print the steps CI runs on --base beyond the "
                            "test command (deps.json's \"ci\"), a line each")

@@ -88,6 +88,9 @@ class BasesTest(World):
         res = self.tool("bases", "--names")
         self.assertOk(res)
         self.assertEqual(res.stdout, "v0.0.1\nv0.0.2\n")
+        res = self.tool("bases", "--default")
+        self.assertOk(res)
+        self.assertEqual(res.stdout, "v0.0.1\n")
         self.deps["ci"] = ["libuv", "bisect"]
         self.save_deps()
         res = self.tool("bases", "--ci")
