@@ -134,13 +134,16 @@ class ResultLinesTest(unittest.TestCase):
                          {"WINEDEBUG": "-all,err+all"})
         self.assertIn("exit status 1, no result line", why)
         self.assertIn("run again with WINEDEBUG=-all,err+all: exit status "
-                      "0, SKIP; 0024:err:sync:timeout", why)
+                      "0, SKIP: Linux only; 0024:err:sync:timeout", why)
 
-    def test_wine_exit_with_a_word_is_not_run_again(self):
-        runner = FakeRunner((5, "", "wine: Unhandled page fault\n"))
-        runner.under_wine = True
-        status, why = regress.run_case(runner, FakeVariant(), "prog", "case")
-        self.assertEqual((status, len(runner.calls)), ("FAIL", 1))
+    def test_wine_exit_with_a_word_or_a_time_out_is_not_run_again(self):
+        for first in ((5, "", "wine: Unhandled page fault\n"),
+                      (None, "", "")):
+            runner = FakeRunner(first, (0, "ok case\n", ""))
+            runner.under_wine = True
+            status, _ = regress.run_case(runner, FakeVariant(), "prog",
+                                         "case")
+            self.assertEqual((status, len(runner.calls)), ("FAIL", 1))
 
     def test_report_lines(self):
         tally = Tally()

@@ -51,7 +51,7 @@ def run_case(runner, variant, program, case, notes=None):
     if result:
         return result
     why = "%s, no result line; %s" % (_status_name(code), _one_line(err)[:300])
-    if runner.under_wine and not err.strip():
+    if runner.under_wine and code is not None and not err.strip():
         why += _wine_errors(runner, variant, program, case)
     return "FAIL", why
 
@@ -67,7 +67,9 @@ def _wine_errors(runner, variant, program, case):
     code, out, err = runner.run(variant.program(program), [case],
                                 env=WINE_ERRORS)
     result = _first_result(out)
-    again = result[0] if result else "no result line"
+    again = "no result line"
+    if result:
+        again = result[0] + (": " + result[1][:100] if result[1] else "")
     said = " | ".join(ln.strip() for ln in err.splitlines()[-3:]
                       if ln.strip())
     return "run again with WINEDEBUG=%s: %s, %s%s" % (
