@@ -84,6 +84,28 @@ class CarryNewPatchTest(CarryWorld):
         self.assertEqual(res.returncode, 6)
         # patches/ is as it was.
         self.assertEqual(len(self.base_now("v0.0.2")["series"]), 1)
+        # The hint's way on: resolve, continue, refresh, the same carry.
+        self.assertIn("then `scripts/uvpatch refresh --base v0.0.2` and "
+                      "`scripts/uvpatch carry --patch 1 --to v0.0.2` (it "
+                      "gives the new patch its deps.json fields", res.stderr)
+        src = os.path.join(self.out, "v0.0.2", "src")
+        with open(os.path.join(src, "src", "core.c"), "w") as f:
+            f.write(CORE.replace("int line5 = 5;", "int line5 = 50;"))
+        git(["add", "-A"], src)
+        git(["-c", "core.editor=true", "cherry-pick", "--continue"], src)
+        self.assertOk(self.tool("refresh", "--base", "v0.0.2"))
+        res = self.tool("carry", "--patch", "1", "--to", "v0.0.2")
+        self.assertOk(res)
+        self.assertIn("PASS carry 0001-core-set-line5.patch to v0.0.2: "
+                      "0002-core-set-line5.patch, resolved after a conflict, "
+                      "given the deps.json fields of 0001-core-set-line5."
+                      "patch", res.stdout)
+        self.assertIn("PASS check 0002-core-set-line5.patch", res.stdout)
+        entry, _ = self.patch_text("v0.0.2", 2)
+        self.assertEqual((entry["proof"], entry["summary"]),
+                         (PROOF, "line5 is fifty"))
+        # Done: a third run has nothing to carry.
+        self.assertIn("SKIP carry", self.tool("carry", "--patch", "1").stdout)
 
     def test_a_change_the_series_has_is_refused_cleanly(self):
         self.own_patch()
@@ -159,3 +181,40 @@ class CarryChangeTest(CarryWorld):
                       "has 0001-core-set-line5.patch, and "
                       "0001-core-set-line5.patch has no change since HEAD",
                       res.stdout)
+
+
+class CarryChangeConflictTest(CarryWorld):
+    """Both series have the patch, with other values: a change of one
+    conflicts in the other."""
+
+    def test_a_conflict_names_the_steps_that_finish_it(self):
+        self.own_patch()
+        drift = CORE.replace("int line30 = 30;", "int line30 = 31;")
+        self.second_base(drift, {"src/core.c": drift.replace(
+            "int line5 = 5;", "int line5 = 51;")}, message("core: set line5"))
+        git(["init", "-q", "-b", "main"], self.root)
+        git(["add", "-A"], self.root)
+        git(["commit", "-q", "-m", "the series"], self.root)
+        self.assertOk(self.tool("apply"))
+        src = os.path.join(self.work, "src")
+        with open(os.path.join(src, "src", "core.c"), "w") as f:
+            f.write(CORE.replace("int line5 = 5;", "int line5 = 55;"))
+        git(["commit", "-q", "-a", "--amend", "--no-edit"], src)
+        self.assertOk(self.tool("refresh"))
+        res = self.tool("carry", "--patch", "1")
+        self.assertFails(res, "v0.0.2: conflict in src/core.c",
+                         "rebase -i --autosquash uvpatch-base`; then "
+                         "`scripts/uvpatch refresh --base v0.0.2` and "
+                         "`scripts/uvpatch check --base v0.0.2`. To drop")
+        other = os.path.join(self.out, "v0.0.2", "src")
+        with open(os.path.join(other, "src", "core.c"), "w") as f:
+            f.write(drift.replace("int line5 = 5;", "int line5 = 55;"))
+        git(["add", "-A"], other)
+        git(["-c", "core.editor=true", "cherry-pick", "--continue"], other)
+        git(["-c", "sequence.editor=true", "-c", "core.editor=true",
+             "rebase", "-q", "-i", "--autosquash", "uvpatch-base"], other)
+        self.assertOk(self.tool("refresh", "--base", "v0.0.2"))
+        self.assertOk(self.tool("check", "--base", "v0.0.2"))
+        entry, text = self.patch_text("v0.0.2", 1)
+        self.assertEqual(len(self.base_now("v0.0.2")["series"]), 1)
+        self.assertIn("+int line5 = 55;", text)

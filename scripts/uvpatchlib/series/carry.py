@@ -28,7 +28,8 @@ from .refresh import refresh
 
 # The fields of a deps.json entry that say what a patch does and what
 # proves it: a carried patch does the same on every base.
-CARRIED_FIELDS = ("summary", "tests", "proof", "repairs", "no_proof")
+PROOF_FIELDS = ("tests", "proof", "repairs", "no_proof")
+CARRIED_FIELDS = ("summary",) + PROOF_FIELDS
 
 
 def _slug(name):
@@ -119,7 +120,7 @@ def _merge_messages(theirs_old, theirs_new, ours):
     return res.stdout.rstrip("\n") if res.returncode == 0 else None
 
 
-def _stop(tm, tsrc, what, next_step, res):
+def _stop(tm, tsrc, what, next_step, res, then):
     files = subproc.git_out(["diff", "--name-only", "--diff-filter=U"],
                             cwd=tsrc).split()
     shown = console.shown(tsrc)
@@ -137,14 +138,14 @@ def _stop(tm, tsrc, what, next_step, res):
         "%s: conflict in %s, in %s" % (what, ", ".join(files) or
                                        "the merge", shown),
         hint="resolve the files in %s, `git add` them and run `git -C %s "
-             "%s`; then `scripts/uvpatch refresh%s` and `scripts/uvpatch "
-             "check%s`. To drop the carry: `scripts/uvpatch apply%s "
-             "--discard`" % (shown, shown, next_step, tm.base_option,
-                             tm.base_option, tm.base_option),
+             "%s`; then `scripts/uvpatch refresh%s` and %s. To drop the "
+             "carry: `scripts/uvpatch apply%s --discard`"
+             % (shown, shown, next_step, tm.base_option, then,
+                tm.base_option),
         status=EXIT_STATE)
 
 
-def _carry_change(tm, tsrc, src, counterpart, old, new, what):
+def _carry_change(tm, tsrc, src, counterpart, old, new, what, then):
     """Squashes the change old..new (commits of out/<from>/src) into the
     counterpart patch of out/<to>/src; returns what it says of the
     message."""
@@ -169,12 +170,12 @@ def _carry_change(tm, tsrc, src, counterpart, old, new, what):
     if res.returncode != 0:
         _stop(tm, tsrc, what, "cherry-pick --continue` and `git -C %s "
               "rebase -i --autosquash %s" % (console.shown(tsrc), BASE_TAG),
-              res)
+              res, then)
     res = subproc.git(["rebase", "-q", "-i", "--autosquash", BASE_TAG],
                       cwd=tsrc, env={"GIT_SEQUENCE_EDITOR": "true",
                                      "GIT_EDITOR": "true"}, check=False)
     if res.returncode != 0:
-        _stop(tm, tsrc, what, "rebase --continue", res)
+        _stop(tm, tsrc, what, "rebase --continue", res, then)
     return said
 
 
@@ -199,27 +200,56 @@ def carry(manifest, root, out_root, wanted, targets=None, since="HEAD",
                 hint="an earlier patch changed under it: give --since a "
                      "checkout revision whose series had it in place",
                 status=EXIT_USAGE)
-    names = targets or [b["name"] for b in manifest.doc["bases"]
-                        if b["name"] != manifest.name]
+    names = [name for name in targets or [b["name"] for b in
+                                          manifest.doc["bases"]]
+             if name != manifest.name]
     failures = 0
-    for name in names:
-        if name == manifest.name:
-            continue
+    for k, name in enumerate(names):
         tout = os.path.join(out_root, name)
         with Lock(tout, "carry"):
             failures += _carry_to(load(root, base=name), tout, src, entry,
-                                  commit, old, since, report, before)
+                                  commit, old, since, report, before,
+                                  _Again(manifest, index, since, names[k:]))
     return failures
 
 
+class _Again:
+    """The carry command that takes up a carry stopped on a conflict, for
+    the bases from the one it stopped at on."""
+
+    def __init__(self, manifest, index, since, bases):
+        self.command = "scripts/uvpatch carry%s --patch %d" % (
+            manifest.base_option, index + 1)
+        if since != "HEAD":
+            self.command += " --since " + since
+        self.bases = bases
+
+    def to(self, bases):
+        return "`%s%s`" % (self.command,
+                           "".join(" --to " + name for name in bases))
+
+
+# A new patch's deps.json entry as refresh writes it, before a carry that
+# stopped on a conflict gave it the fields that say what proves it.
+def _bare(entry):
+    return not any(field in entry for field in PROOF_FIELDS)
+
+
 def _carry_to(tm, tout, src, entry, commit, old, since, report,
-              before=None):
+              before, again):
     """Carries to one series; returns its failed checks."""
     tsrc = apply_series(tm, tout)
     what = "carrying %s to %s" % (entry["file"], tm.name)
     label = "carry %s to %s" % (entry["file"], tm.name)
     counterpart = [e for e in tm.series
                    if _slug(e["file"]) == _slug(entry["file"])]
+    if counterpart and old is None and _bare(counterpart[0]) and \
+            not _bare(entry):
+        tm = _copy_fields(tm, entry, counterpart[0]["file"])
+        report("PASS", label, "%s, resolved after a conflict, given the "
+               "deps.json fields of %s" % (counterpart[0]["file"],
+                                           entry["file"]))
+        return check(tm, tout, report)
     if counterpart and old is None:
         report("SKIP", label, "it has %s, and %s has no change since %s"
                % (counterpart[0]["file"], entry["file"], since)
@@ -229,28 +259,34 @@ def _carry_to(tm, tout, src, entry, commit, old, since, report,
                                   since))
         return 0
     if counterpart:
+        # Its entry is whole: the bases after this one are what is left.
+        then = "`scripts/uvpatch check%s`" % tm.base_option
+        if again.bases[1:]:
+            then += ", then " + again.to(again.bases[1:])
         said = _carry_change(tm, tsrc, src, counterpart[0], old, commit,
-                             what)
+                             what, then)
         done = "the change merged into %s, %s" % (counterpart[0]["file"],
                                                   said)
     else:
         _fetch(src, commit, tsrc)
         res = subproc.git(["cherry-pick", commit], cwd=tsrc, check=False)
         if res.returncode != 0:
-            _stop(tm, tsrc, what, "cherry-pick --continue", res)
+            _stop(tm, tsrc, what, "cherry-pick --continue", res,
+                  "%s (it gives the new patch its deps.json fields and "
+                  "goes on)" % again.to(again.bases))
         done = "a new patch on its series"
     refresh(tm, tout)
-    tm = _copy_fields(load(tm.root, base=tm.name), entry, counterpart)
+    tm = load(tm.root, base=tm.name)
+    if not counterpart:
+        tm = _copy_fields(tm, entry, tm.series[-1]["file"])
     report("PASS", label, done)
     return check(tm, tout, report)
 
 
-def _copy_fields(tm, entry, counterpart):
-    """A new patch's deps.json entry says what the carried one says."""
-    if counterpart:
-        return tm
+def _copy_fields(tm, entry, name):
+    """Patch ``name``'s deps.json entry says what the carried one says."""
     data = json.loads(json.dumps(tm.data))
-    new = data["series"][-1]
+    new = [e for e in data["series"] if e["file"] == name][0]
     for field in CARRIED_FIELDS:
         if field in entry:
             new[field] = json.loads(json.dumps(entry[field]))
