@@ -97,8 +97,8 @@ class CarryNewPatchTest(CarryWorld):
         res = self.tool("carry", "--patch", "1", "--to", "v0.0.2")
         self.assertOk(res)
         self.assertIn("PASS carry 0001-core-set-line5.patch to v0.0.2: "
-                      "0002-core-set-line5.patch, resolved after a conflict, "
-                      "given the deps.json fields of 0001-core-set-line5."
+                      "0002-core-set-line5.patch named no proof in "
+                      "deps.json: given the fields of 0001-core-set-line5."
                       "patch", res.stdout)
         self.assertIn("PASS check 0002-core-set-line5.patch", res.stdout)
         entry, _ = self.patch_text("v0.0.2", 2)
@@ -106,6 +106,53 @@ class CarryNewPatchTest(CarryWorld):
                          (PROOF, "line5 is fifty"))
         # Done: a third run has nothing to carry.
         self.assertIn("SKIP carry", self.tool("carry", "--patch", "1").stdout)
+
+    def test_a_changed_patch_that_conflicts_is_taken_up_too(self):
+        # The patch differs from HEAD's, and the other series lacks it.
+        self.own_patch()
+        self.second_base(CORE.replace("int line5 = 5;", "int line5 = 7;"),
+                         {"src/timer.c": "int timer_a = 2;\n"},
+                         message("timer: set timer_a"))
+        git(["init", "-q", "-b", "main"], self.root)
+        git(["add", "-A"], self.root)
+        git(["commit", "-q", "-m", "the series"], self.root)
+        self.assertOk(self.tool("apply"))
+        src = os.path.join(self.work, "src")
+        with open(os.path.join(src, "src", "core.c"), "w") as f:
+            f.write(CORE.replace("int line5 = 5;", "int line5 = 55;"))
+        git(["commit", "-q", "-a", "--amend", "--no-edit"], src)
+        self.assertOk(self.tool("refresh"))
+        self.assertFails(self.tool("carry", "--patch", "1"),
+                         "conflict in src/core.c")
+        other = os.path.join(self.out, "v0.0.2", "src")
+        with open(os.path.join(other, "src", "core.c"), "w") as f:
+            f.write(CORE.replace("int line5 = 5;", "int line5 = 55;"))
+        git(["add", "-A"], other)
+        git(["-c", "core.editor=true", "cherry-pick", "--continue"], other)
+        self.assertOk(self.tool("refresh", "--base", "v0.0.2"))
+        res = self.tool("carry", "--patch", "1", "--to", "v0.0.2")
+        self.assertOk(res)
+        self.assertIn("PASS check 0002-core-set-line5.patch", res.stdout)
+        entry, text = self.patch_text("v0.0.2", 2)
+        self.assertEqual(entry["proof"], PROOF)
+        self.assertIn("+int line5 = 55;", text)
+
+    def test_a_bare_entry_keeps_a_summary_of_its_own(self):
+        self.own_patch()
+        drift = CORE.replace("int line30 = 30;", "int line30 = 31;")
+        self.second_base(drift, {"src/core.c": drift.replace(
+            "int line5 = 5;", "int line5 = 50;")}, message("core: set line5"))
+        entry = self.extra[0]["series"][0]
+        del entry["proof"]
+        entry["summary"] = "line5 is fifty here too"
+        self.save_deps()
+        res = self.tool("carry", "--patch", "1")
+        self.assertOk(res)
+        self.assertIn("0001-core-set-line5.patch named no proof in "
+                      "deps.json: given the fields of", res.stdout)
+        entry, _ = self.patch_text("v0.0.2", 1)
+        self.assertEqual((entry["proof"], entry["summary"]),
+                         (PROOF, "line5 is fifty here too"))
 
     def test_a_change_the_series_has_is_refused_cleanly(self):
         self.own_patch()
@@ -192,6 +239,12 @@ class CarryChangeConflictTest(CarryWorld):
         drift = CORE.replace("int line30 = 30;", "int line30 = 31;")
         self.second_base(drift, {"src/core.c": drift.replace(
             "int line5 = 5;", "int line5 = 51;")}, message("core: set line5"))
+        third = self.add_base("v0.0.3", {"src/timer.c": "int timer_a = 9;\n"},
+                              {"src/core.c": CORE.replace(
+                                  "int line5 = 5;", "int line5 = 50;")},
+                              subject=message("core: set line5"))
+        third["series"][0]["proof"] = PROOF
+        self.save_deps()
         git(["init", "-q", "-b", "main"], self.root)
         git(["add", "-A"], self.root)
         git(["commit", "-q", "-m", "the series"], self.root)
@@ -205,7 +258,9 @@ class CarryChangeConflictTest(CarryWorld):
         self.assertFails(res, "v0.0.2: conflict in src/core.c",
                          "rebase -i --autosquash uvpatch-base`; then "
                          "`scripts/uvpatch refresh --base v0.0.2` and "
-                         "`scripts/uvpatch check --base v0.0.2`. To drop")
+                         "`scripts/uvpatch check --base v0.0.2`, then "
+                         "`scripts/uvpatch carry --patch 1 --to v0.0.3`. "
+                         "To drop")
         other = os.path.join(self.out, "v0.0.2", "src")
         with open(os.path.join(other, "src", "core.c"), "w") as f:
             f.write(drift.replace("int line5 = 5;", "int line5 = 55;"))

@@ -243,12 +243,15 @@ def _carry_to(tm, tout, src, entry, commit, old, since, report,
     label = "carry %s to %s" % (entry["file"], tm.name)
     counterpart = [e for e in tm.series
                    if _slug(e["file"]) == _slug(entry["file"])]
-    if counterpart and old is None and _bare(counterpart[0]) and \
-            not _bare(entry):
-        tm = _copy_fields(tm, entry, counterpart[0]["file"])
-        report("PASS", label, "%s, resolved after a conflict, given the "
-               "deps.json fields of %s" % (counterpart[0]["file"],
-                                           entry["file"]))
+    if counterpart and _bare(counterpart[0]) and not _bare(entry):
+        # What a carry stopped on a conflict leaves, once resolved: the
+        # whole patch, its entry naming no proof, which check fails.
+        name = counterpart[0]["file"]
+        keep = () if counterpart[0].get("summary") == _subject(tm, name) \
+            else ("summary",)
+        tm = _copy_fields(tm, entry, name, keep)
+        report("PASS", label, "%s named no proof in deps.json: given the "
+               "fields of %s" % (name, entry["file"]))
         return check(tm, tout, report)
     if counterpart and old is None:
         report("SKIP", label, "it has %s, and %s has no change since %s"
@@ -283,12 +286,19 @@ def _carry_to(tm, tout, src, entry, commit, old, since, report,
     return check(tm, tout, report)
 
 
-def _copy_fields(tm, entry, name):
-    """Patch ``name``'s deps.json entry says what the carried one says."""
+def _subject(tm, name):
+    with open(tm.patch_path({"file": name}), encoding="utf-8",
+              newline="") as f:
+        return Patch(f.read()).subject
+
+
+def _copy_fields(tm, entry, name, keep=()):
+    """Patch ``name``'s deps.json entry says what the carried one says,
+    but for the fields in ``keep``."""
     data = json.loads(json.dumps(tm.data))
     new = [e for e in data["series"] if e["file"] == name][0]
     for field in CARRIED_FIELDS:
-        if field in entry:
+        if field in entry and field not in keep:
             new[field] = json.loads(json.dumps(entry[field]))
     write_atomic(tm.path, dump(tm.doc_with(data)))
     return load(tm.root, base=tm.name)
