@@ -18,6 +18,11 @@ def message(subject, body="It broke.\n\nFix it."):
 PROOF = [{"target": "linux", "cases": ["core/fails_before"]}]
 
 
+def write_core(src, text):
+    with open(os.path.join(src, "src", "core.c"), "w") as f:
+        f.write(text)
+
+
 class CarryWorld(World):
     def setUp(self):
         super().setUp()
@@ -36,6 +41,30 @@ class CarryWorld(World):
                              patch_edits, subject=subject, purpose="tests")
         data["series"][0]["proof"] = PROOF
         self.save_deps()
+
+    def commit_checkout(self):
+        """The checkout's git holds the series as they are."""
+        git(["init", "-q", "-b", "main"], self.root)
+        git(["add", "-A"], self.root)
+        git(["commit", "-q", "-m", "the series"], self.root)
+
+    def amend_line5(self, value):
+        """Changes this base's patch since the checkout's HEAD."""
+        self.commit_checkout()
+        self.assertOk(self.tool("apply"))
+        src = os.path.join(self.work, "src")
+        write_core(src, CORE.replace("int line5 = 5;",
+                                     "int line5 = %s;" % value))
+        git(["commit", "-q", "-a", "--amend", "--no-edit"], src)
+        self.assertOk(self.tool("refresh"))
+
+    def resolve(self, base, core):
+        """Settles a conflicted carry to ``base`` as the hint says."""
+        other = os.path.join(self.out, base, "src")
+        write_core(other, core)
+        git(["add", "-A"], other)
+        git(["-c", "core.editor=true", "cherry-pick", "--continue"], other)
+        return other
 
     def patch_text(self, base, number):
         entry = self.base_now(base)["series"][number - 1]
@@ -88,11 +117,8 @@ class CarryNewPatchTest(CarryWorld):
         self.assertIn("then `scripts/uvpatch refresh --base v0.0.2` and "
                       "`scripts/uvpatch carry --patch 1 --to v0.0.2` (it "
                       "gives the new patch its deps.json fields", res.stderr)
-        src = os.path.join(self.out, "v0.0.2", "src")
-        with open(os.path.join(src, "src", "core.c"), "w") as f:
-            f.write(CORE.replace("int line5 = 5;", "int line5 = 50;"))
-        git(["add", "-A"], src)
-        git(["-c", "core.editor=true", "cherry-pick", "--continue"], src)
+        self.resolve("v0.0.2", CORE.replace("int line5 = 5;",
+                                            "int line5 = 50;"))
         self.assertOk(self.tool("refresh", "--base", "v0.0.2"))
         res = self.tool("carry", "--patch", "1", "--to", "v0.0.2")
         self.assertOk(res)
@@ -113,22 +139,11 @@ class CarryNewPatchTest(CarryWorld):
         self.second_base(CORE.replace("int line5 = 5;", "int line5 = 7;"),
                          {"src/timer.c": "int timer_a = 2;\n"},
                          message("timer: set timer_a"))
-        git(["init", "-q", "-b", "main"], self.root)
-        git(["add", "-A"], self.root)
-        git(["commit", "-q", "-m", "the series"], self.root)
-        self.assertOk(self.tool("apply"))
-        src = os.path.join(self.work, "src")
-        with open(os.path.join(src, "src", "core.c"), "w") as f:
-            f.write(CORE.replace("int line5 = 5;", "int line5 = 55;"))
-        git(["commit", "-q", "-a", "--amend", "--no-edit"], src)
-        self.assertOk(self.tool("refresh"))
+        self.amend_line5("55")
         self.assertFails(self.tool("carry", "--patch", "1"),
                          "conflict in src/core.c")
-        other = os.path.join(self.out, "v0.0.2", "src")
-        with open(os.path.join(other, "src", "core.c"), "w") as f:
-            f.write(CORE.replace("int line5 = 5;", "int line5 = 55;"))
-        git(["add", "-A"], other)
-        git(["-c", "core.editor=true", "cherry-pick", "--continue"], other)
+        self.resolve("v0.0.2", CORE.replace("int line5 = 5;",
+                                            "int line5 = 55;"))
         self.assertOk(self.tool("refresh", "--base", "v0.0.2"))
         res = self.tool("carry", "--patch", "1", "--to", "v0.0.2")
         self.assertOk(res)
@@ -189,10 +204,7 @@ class CarryChangeTest(CarryWorld):
                              "int line5 = 5;", "int line5 = 50;")},
                          message("core: set line5",
                                  "It broke on this base too.\n\nFix it."))
-        # The checkout's git holds the series as they are.
-        git(["init", "-q", "-b", "main"], self.root)
-        git(["add", "-A"], self.root)
-        git(["commit", "-q", "-m", "the series"], self.root)
+        self.commit_checkout()
         self.assertOk(self.tool("apply"))
         self.src = os.path.join(self.work, "src")
 
@@ -245,15 +257,7 @@ class CarryChangeConflictTest(CarryWorld):
                               subject=message("core: set line5"))
         third["series"][0]["proof"] = PROOF
         self.save_deps()
-        git(["init", "-q", "-b", "main"], self.root)
-        git(["add", "-A"], self.root)
-        git(["commit", "-q", "-m", "the series"], self.root)
-        self.assertOk(self.tool("apply"))
-        src = os.path.join(self.work, "src")
-        with open(os.path.join(src, "src", "core.c"), "w") as f:
-            f.write(CORE.replace("int line5 = 5;", "int line5 = 55;"))
-        git(["commit", "-q", "-a", "--amend", "--no-edit"], src)
-        self.assertOk(self.tool("refresh"))
+        self.amend_line5("55")
         res = self.tool("carry", "--patch", "1")
         self.assertFails(res, "v0.0.2: conflict in src/core.c",
                          "rebase -i --autosquash uvpatch-base`; then "
@@ -261,11 +265,8 @@ class CarryChangeConflictTest(CarryWorld):
                          "`scripts/uvpatch check --base v0.0.2`, then "
                          "`scripts/uvpatch carry --patch 1 --to v0.0.3`. "
                          "To drop")
-        other = os.path.join(self.out, "v0.0.2", "src")
-        with open(os.path.join(other, "src", "core.c"), "w") as f:
-            f.write(drift.replace("int line5 = 5;", "int line5 = 55;"))
-        git(["add", "-A"], other)
-        git(["-c", "core.editor=true", "cherry-pick", "--continue"], other)
+        other = self.resolve("v0.0.2", drift.replace("int line5 = 5;",
+                                                     "int line5 = 55;"))
         git(["-c", "sequence.editor=true", "-c", "core.editor=true",
              "rebase", "-q", "-i", "--autosquash", "uvpatch-base"], other)
         self.assertOk(self.tool("refresh", "--base", "v0.0.2"))
