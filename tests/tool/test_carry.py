@@ -3,10 +3,22 @@ three-way merge; the series it touched refreshed and checked; a conflict
 stops with the files and what to run."""
 
 import os
+import subprocess
 
 from fixture import World, git, UPSTREAM_FILES
 
 CORE = UPSTREAM_FILES["src/core.c"]
+
+
+def as_hint(args, cwd):
+    """Runs git ``args`` as a hint names them, where any editor git
+    opened would fail (no terminal)."""
+    env = dict(os.environ, EDITOR="false", VISUAL="false")
+    env.pop("GIT_EDITOR", None)
+    env.pop("GIT_SEQUENCE_EDITOR", None)
+    subprocess.run(["git", "-c", "user.name=T", "-c", "user.email=t@invalid"]
+                   + args, cwd=cwd, env=env, check=True,
+                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
 def message(subject, body="It broke.\n\nFix it."):
@@ -63,7 +75,7 @@ class CarryWorld(World):
         other = os.path.join(self.out, base, "src")
         write_core(other, core)
         git(["add", "-A"], other)
-        git(["-c", "core.editor=true", "cherry-pick", "--continue"], other)
+        as_hint(["cherry-pick", "--continue", "--no-edit"], other)
         return other
 
     def patch_text(self, base, number):
@@ -107,7 +119,7 @@ class CarryNewPatchTest(CarryWorld):
         res = self.tool("carry", "--patch", "0001-core-set-line5.patch")
         self.assertFails(res, "carrying 0001-core-set-line5.patch to "
                          "v0.0.2: conflict in src/core.c",
-                         "cherry-pick --continue",
+                         "cherry-pick --continue --no-edit`",
                          "scripts/uvpatch refresh --base v0.0.2",
                          "apply --base v0.0.2 --discard")
         self.assertEqual(res.returncode, 6)
@@ -260,15 +272,17 @@ class CarryChangeConflictTest(CarryWorld):
         self.amend_line5("55")
         res = self.tool("carry", "--patch", "1")
         self.assertFails(res, "v0.0.2: conflict in src/core.c",
-                         "rebase -i --autosquash uvpatch-base`; then "
+                         "cherry-pick --continue --no-edit` and `git -C ",
+                         "v0.0.2/src -c sequence.editor=true rebase -i "
+                         "--autosquash uvpatch-base`; then "
                          "`scripts/uvpatch refresh --base v0.0.2` and "
                          "`scripts/uvpatch check --base v0.0.2`, then "
                          "`scripts/uvpatch carry --patch 1 --to v0.0.3`. "
                          "To drop")
         other = self.resolve("v0.0.2", drift.replace("int line5 = 5;",
                                                      "int line5 = 55;"))
-        git(["-c", "sequence.editor=true", "-c", "core.editor=true",
-             "rebase", "-q", "-i", "--autosquash", "uvpatch-base"], other)
+        as_hint(["-c", "sequence.editor=true", "rebase", "-q", "-i",
+                 "--autosquash", "uvpatch-base"], other)
         self.assertOk(self.tool("refresh", "--base", "v0.0.2"))
         self.assertOk(self.tool("check", "--base", "v0.0.2"))
         entry, text = self.patch_text("v0.0.2", 1)

@@ -120,7 +120,9 @@ def _merge_messages(theirs_old, theirs_new, ours):
     return res.stdout.rstrip("\n") if res.returncode == 0 else None
 
 
-def _stop(tm, tsrc, what, next_step, res, then):
+def _stop(tm, tsrc, what, failed, res, next_step, then):
+    """Stops a carry on git ``failed``; the hint's ``next_step`` keeps
+    git's editor shut, as the user may have no terminal."""
     files = subproc.git_out(["diff", "--name-only", "--diff-filter=U"],
                             cwd=tsrc).split()
     shown = console.shown(tsrc)
@@ -130,7 +132,7 @@ def _stop(tm, tsrc, what, next_step, res, then):
         for args in (["cherry-pick", "--abort"], ["rebase", "--abort"]):
             subproc.git(args, cwd=tsrc, check=False)
         raise UvPatchError(
-            "%s: git %s failed: %s" % (what, next_step.split()[0],
+            "%s: git %s failed: %s" % (what, failed,
                                        (res.stdout + res.stderr).strip()),
             hint="%s is as it was; if the series has the change already, "
                  "there is nothing to carry" % shown, status=EXIT_STATE)
@@ -168,14 +170,16 @@ def _carry_change(tm, tsrc, src, counterpart, old, new, what, then):
     res = subproc.git(["cherry-pick", "--allow-empty", change], cwd=tsrc,
                       check=False)
     if res.returncode != 0:
-        _stop(tm, tsrc, what, "cherry-pick --continue` and `git -C %s "
-              "rebase -i --autosquash %s" % (console.shown(tsrc), BASE_TAG),
-              res, then)
+        _stop(tm, tsrc, what, "cherry-pick", res,
+              "cherry-pick --continue --no-edit` and `git -C %s -c "
+              "sequence.editor=true rebase -i --autosquash %s"
+              % (console.shown(tsrc), BASE_TAG), then)
     res = subproc.git(["rebase", "-q", "-i", "--autosquash", BASE_TAG],
                       cwd=tsrc, env={"GIT_SEQUENCE_EDITOR": "true",
                                      "GIT_EDITOR": "true"}, check=False)
     if res.returncode != 0:
-        _stop(tm, tsrc, what, "rebase --continue", res, then)
+        _stop(tm, tsrc, what, "rebase", res,
+              "-c core.editor=true rebase --continue", then)
     return said
 
 
@@ -274,7 +278,8 @@ def _carry_to(tm, tout, src, entry, commit, old, since, report,
         _fetch(src, commit, tsrc)
         res = subproc.git(["cherry-pick", commit], cwd=tsrc, check=False)
         if res.returncode != 0:
-            _stop(tm, tsrc, what, "cherry-pick --continue", res,
+            _stop(tm, tsrc, what, "cherry-pick", res,
+                  "cherry-pick --continue --no-edit",
                   "%s (it gives the new patch its deps.json fields and "
                   "goes on)" % again.to(again.bases))
         done = "a new patch on its series"
