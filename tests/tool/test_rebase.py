@@ -96,8 +96,14 @@ class RebaseTest(RebaseWorld):
         self.assertEqual([e["file"] for e in deps["series"]],
                          ["0001-core-line5.patch", "0002-core-line30.patch",
                           "0003-timer-b.patch"])
-        self.assertIn("0001-core-line5.patch: changed by the merge",
-                      res.stdout)
+        for said in ("0001-core-line5.patch: changed by the merge: read "
+                     "`git diff --no-index ",
+                     "/patches/%s/0001-core-line5.patch " % self.base,
+                     "/patches/v0.0.2/0001-core-line5.patch`; if it is wrong, "
+                     "mend it in ",
+                     "/out/v0.0.2/src and `scripts/uvpatch refresh --base "
+                     "v0.0.2`"):
+            self.assertIn(said, res.stdout)
         self.assertIn("0002-core-line30.patch: same change, moved",
                       res.stdout)
         self.assertIn("0003-timer-b.patch: unchanged", res.stdout)

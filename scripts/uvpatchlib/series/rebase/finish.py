@@ -1,7 +1,7 @@
 """The end of a rebase: the series refreshed against the new base from
 the merged commits, deps.json rewritten, out/rebase moved to
 out/<base>/src, and a line per patch saying what became of it
-(unchanged, moved, changed by the merge: review it, dropped).
+(unchanged, moved, changed by the merge: the diff to read, dropped).
 """
 
 import json
@@ -46,7 +46,7 @@ def finish(manifest, out, work, state):
         # A new base has no folder in out/ yet.
         os.makedirs(os.path.dirname(src), exist_ok=True)
         replace_dir(work, src)
-    _report(manifest, target, state, before)
+    _report(manifest, target, state, before, src)
     return changed, removed
 
 
@@ -67,7 +67,7 @@ def _essence(text):
     return "\n".join(keep)
 
 
-def _report(manifest, target, state, before):
+def _report(manifest, target, state, before, src):
     old_up, new_up = manifest.upstream, state["onto"]["upstream"]
     print("base %s: upstream %s (%s) -> base %s: %s (%s)" % (
         manifest.name, old_up["tag"], old_up["commit"][:12], target.name,
@@ -93,7 +93,13 @@ def _report(manifest, target, state, before):
         elif _essence(text) == _essence(before[old]):
             how = "same change, moved (line numbers or blob ids)"
         else:
-            how = "changed by the merge: review it"
+            how = ("changed by the merge: read `git diff --no-index %s %s`; "
+                   "if it is wrong, mend it in %s and `scripts/uvpatch "
+                   "refresh --base %s`" % (
+                       console.shown(manifest.patch_path({"file": old})),
+                       console.shown(os.path.join(target.patch_dir, new)),
+                       console.shown(src),
+                       target.name))
         print("%s%s: %s" % (old, " -> " + new if new != old else "", how),
               flush=True)
     for note in state["notes"]:
