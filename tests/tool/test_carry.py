@@ -127,7 +127,8 @@ class CarryNewPatchTest(CarryWorld):
         self.assertEqual(len(self.base_now("v0.0.2")["series"]), 1)
         # The hint's way on: resolve, continue, refresh, the same carry.
         self.assertIn("then `scripts/uvpatch refresh --base v0.0.2` and "
-                      "`scripts/uvpatch carry --patch 1 --to v0.0.2` (it "
+                      "`scripts/uvpatch carry --base v0.0.1 --patch 1 --to "
+                      "v0.0.2` (it "
                       "gives the new patch its deps.json fields", res.stderr)
         self.resolve("v0.0.2", CORE.replace("int line5 = 5;",
                                             "int line5 = 50;"))
@@ -144,6 +145,20 @@ class CarryNewPatchTest(CarryWorld):
                          (PROOF, "line5 is fifty"))
         # Done: a third run has nothing to carry.
         self.assertIn("SKIP carry", self.tool("carry", "--patch", "1").stdout)
+
+    def test_a_conflict_on_the_default_base_names_it(self):
+        # Every command of the hint names its base, the default one too.
+        self.own_patch()
+        drift = CORE.replace("int line30 = 30;", "int line30 = 31;")
+        self.second_base(drift, {"src/core.c": drift.replace(
+            "int line5 = 5;", "int line5 = 7;")},
+            message("core: set line5 to seven"))
+        res = self.tool("carry", "--base", "v0.0.2", "--patch", "1")
+        self.assertFails(res, "to v0.0.1: conflict in src/core.c",
+                         "then `scripts/uvpatch refresh --base v0.0.1` and "
+                         "`scripts/uvpatch carry --base v0.0.2 --patch 1 "
+                         "--to v0.0.1`",
+                         "`scripts/uvpatch apply --base v0.0.1 --discard`")
 
     def test_a_changed_patch_that_conflicts_is_taken_up_too(self):
         # The patch differs from HEAD's, and the other series lacks it.
@@ -277,7 +292,8 @@ class CarryChangeConflictTest(CarryWorld):
                          "--autosquash uvpatch-base`; then "
                          "`scripts/uvpatch refresh --base v0.0.2` and "
                          "`scripts/uvpatch check --base v0.0.2`, then "
-                         "`scripts/uvpatch carry --patch 1 --to v0.0.3`. "
+                         "`scripts/uvpatch carry --base v0.0.1 --patch 1 "
+                         "--to v0.0.3`. "
                          "To drop")
         other = self.resolve("v0.0.2", drift.replace("int line5 = 5;",
                                                      "int line5 = 55;"))
