@@ -282,7 +282,8 @@ class CheckCommandTest(World):
         self.assertFails(res, "1 check(s) of the series failed")
         self.assertIn("FAIL check deps.json: not in the form the tool writes "
                       "(two-space indent, a value per line, a newline at the "
-                      "end); `scripts/uvpatch refresh` rewrites it so",
+                      "end); `scripts/uvpatch refresh --base v0.0.1` "
+                      "rewrites it so",
                       res.stdout)
         self.assertOk(self.tool("refresh"))
         self.assertOk(self.tool("check"))

@@ -21,8 +21,10 @@ class WorkFolderHintTest(World):
         self.make_three_patches()
         self.add_base("v0.0.2", {"src/core.c": "int second;\n"},
                       {"src/core.c": "int second_patched;\n"})
-        for base, option in ((self.base, ""), ("v0.0.2", " --base v0.0.2")):
-            args = ("--base", base) if option else ()
+        # The default base's commands name it too.
+        for base, option in ((self.base, " --base " + self.base),
+                             ("v0.0.2", " --base v0.0.2")):
+            args = ("--base", base) if base != self.base else ()
             self.assertOk(self.tool("apply", *args))
             src = os.path.join(self.out, base, "src")
             with open(os.path.join(src, "src", "core.c"), "a") as f:

@@ -118,7 +118,7 @@ class RefreshTest(World):
         res = self.tool("refresh")
         src = os.path.join(self.work, "src")
         self.assertFails(res, "patches/v0.0.1/ changed since %s was applied"
-                         % src, name, "scripts/uvpatch apply`",
+                         % src, name, "scripts/uvpatch apply --base v0.0.1`",
                          "git checkout -- patches/v0.0.1/ deps.json")
         self.assertNotIn("out/src", res.stderr)
         self.assertEqual(res.returncode, 6)
@@ -149,7 +149,8 @@ class RefreshMetadataTest(World):
         before = self.deps_doc()
         res = self.tool("refresh")
         self.assertFails(res, "would drop 1 patch(es)",
-                         "0001-core-one.patch", "refresh --drop")
+                         "0001-core-one.patch",
+                         "refresh --base v0.0.1 --drop")
         self.assertEqual(self.deps_doc(), before)
         res = self.tool("refresh", "--drop")
         self.assertOk(res)

@@ -142,7 +142,8 @@ def _stop(tm, tsrc, what, failed, res, next_step, then):
         hint="resolve the files in %s, `git add` them and run `git -C %s "
              "%s`; then `scripts/uvpatch refresh%s` and %s. To drop the "
              "carry: `scripts/uvpatch apply%s --discard`"
-             % (shown, shown, next_step, _named(tm), then, _named(tm)),
+             % (shown, shown, next_step, tm.base_option, then,
+                tm.base_option),
         status=EXIT_STATE)
 
 
@@ -216,19 +217,13 @@ def carry(manifest, root, out_root, wanted, targets=None, since="HEAD",
     return failures
 
 
-def _named(manifest):
-    """A hint's --base, the default base's too: a carry's hints name two
-    bases, and a bare command reads as a slip."""
-    return " --base " + manifest.name
-
-
 class _Again:
     """The carry command that takes up a carry stopped on a conflict, for
     the bases from the one it stopped at on."""
 
     def __init__(self, manifest, index, since, bases):
         self.command = "scripts/uvpatch carry%s --patch %d" % (
-            _named(manifest), index + 1)
+            manifest.base_option, index + 1)
         if since != "HEAD":
             self.command += " --since " + since
         self.bases = bases
@@ -272,7 +267,7 @@ def _carry_to(tm, tout, src, entry, commit, old, since, report,
         return 0
     if counterpart:
         # Its entry is whole: the bases after this one are what is left.
-        then = "`scripts/uvpatch check%s`" % _named(tm)
+        then = "`scripts/uvpatch check%s`" % tm.base_option
         if again.bases[1:]:
             then += ", then " + again.to(again.bases[1:])
         said = _carry_change(tm, tsrc, src, counterpart[0], old, commit,

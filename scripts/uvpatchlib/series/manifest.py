@@ -91,9 +91,9 @@ class Manifest:
 
     @property
     def base_option(self):
-        """What a command in a hint adds to work on this base: nothing
-        for the default one."""
-        return "" if self.is_default else " --base " + self.name
+        """What a command in a hint adds to work on this base, the
+        default one too: a bare command reads as a slip."""
+        return " --base " + self.name
 
     @property
     def patch_dir(self):
