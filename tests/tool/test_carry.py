@@ -245,6 +245,21 @@ class CarryChangeTest(CarryWorld):
              message("core: set line5", body)], self.src)
         self.assertOk(self.tool("refresh"))
 
+    def test_a_failed_squash_leaves_the_series_as_it_was(self):
+        self.assertOk(self.tool("apply", "--base", "v0.0.2"))
+        other = os.path.join(self.out, "v0.0.2", "src")
+        before = git(["rev-parse", "HEAD"], other).stdout
+        hook = os.path.join(other, ".git", "hooks", "pre-rebase")
+        os.makedirs(os.path.dirname(hook), exist_ok=True)
+        with open(hook, "w") as f:
+            f.write("#!/bin/sh\necho 'pre-rebase: no' >&2\nexit 1\n")
+        os.chmod(hook, 0o755)
+        self.change("55", "It broke.\n\nFix it.")
+        res = self.tool("carry", "--patch", "1")
+        self.assertFails(res, "git rebase failed: pre-rebase: no",
+                         "is as it was")
+        self.assertEqual(git(["rev-parse", "HEAD"], other).stdout, before)
+
     def test_the_change_is_merged_into_the_other_copy(self):
         self.change("55", "It broke.\n\nFix it.\n\nSee the report.")
         res = self.tool("carry", "--patch", "1")
@@ -289,7 +304,10 @@ class CarryChangeConflictTest(CarryWorld):
         self.assertFails(res, "v0.0.2: conflict in src/core.c",
                          "cherry-pick --continue --no-edit` and `git -C ",
                          "v0.0.2/src -c sequence.editor=true rebase -i "
-                         "--autosquash uvpatch-base`; then "
+                         "--autosquash uvpatch-base` (on its conflict the "
+                         "same, then `git -C ",
+                         "v0.0.2/src -c core.editor=true rebase --continue`)"
+                         "; then "
                          "`scripts/uvpatch refresh --base v0.0.2` and "
                          "`scripts/uvpatch check --base v0.0.2`, then "
                          "`scripts/uvpatch carry --base v0.0.1 --patch 1 "

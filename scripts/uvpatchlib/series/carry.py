@@ -120,9 +120,15 @@ def _merge_messages(theirs_old, theirs_new, ours):
     return res.stdout.rstrip("\n") if res.returncode == 0 else None
 
 
-def _stop(tm, tsrc, what, failed, res, next_step, then):
+def _git(src, args):
+    """A git command of a hint, in ``src``."""
+    return "`git -C %s %s`" % (console.shown(src), args)
+
+
+def _stop(tm, tsrc, what, failed, res, next_step, then, undo=None):
     """Stops a carry on git ``failed``; the hint's ``next_step`` keeps
-    git's editor shut, as the user may have no terminal."""
+    git's editor shut, as the user may have no terminal. Short of a
+    conflict, the series goes back to ``undo``, its commit before."""
     files = subproc.git_out(["diff", "--name-only", "--diff-filter=U"],
                             cwd=tsrc).split()
     shown = console.shown(tsrc)
@@ -131,6 +137,8 @@ def _stop(tm, tsrc, what, failed, res, next_step, then):
         # nothing is left half done.
         for args in (["cherry-pick", "--abort"], ["rebase", "--abort"]):
             subproc.git(args, cwd=tsrc, check=False)
+        if undo:
+            subproc.git(["reset", "-q", "--hard", undo], cwd=tsrc)
         raise UvPatchError(
             "%s: git %s failed: %s" % (what, failed,
                                        (res.stdout + res.stderr).strip()),
@@ -139,11 +147,10 @@ def _stop(tm, tsrc, what, failed, res, next_step, then):
     raise UvPatchError(
         "%s: conflict in %s, in %s" % (what, ", ".join(files) or
                                        "the merge", shown),
-        hint="resolve the files in %s, `git add` them and run `git -C %s "
-             "%s`; then `scripts/uvpatch refresh%s` and %s. To drop the "
-             "carry: `scripts/uvpatch apply%s --discard`"
-             % (shown, shown, next_step, tm.base_option, then,
-                tm.base_option),
+        hint="resolve the files in %s, `git add` them and run %s; then "
+             "`scripts/uvpatch refresh%s` and %s. To drop the carry: "
+             "`scripts/uvpatch apply%s --discard`"
+             % (shown, next_step, tm.base_option, then, tm.base_option),
         status=EXIT_STATE)
 
 
@@ -167,19 +174,24 @@ def _carry_change(tm, tsrc, src, counterpart, old, new, what, then):
     change = subproc.git_out(["commit-tree", new + "^{tree}", "-p", old,
                               "-m", text], cwd=src)
     _fetch(src, change, tsrc)
+    undo = subproc.git_out(["rev-parse", "HEAD"], cwd=tsrc)
     res = subproc.git(["cherry-pick", "--allow-empty", change], cwd=tsrc,
                       check=False)
     if res.returncode != 0:
         _stop(tm, tsrc, what, "cherry-pick", res,
-              "cherry-pick --continue --no-edit` and `git -C %s -c "
-              "sequence.editor=true rebase -i --autosquash %s"
-              % (console.shown(tsrc), BASE_TAG), then)
+              "%s and %s (on its conflict the same, then %s)"
+              % (_git(tsrc, "cherry-pick --continue --no-edit"),
+                 _git(tsrc, "-c sequence.editor=true rebase -i "
+                      "--autosquash " + BASE_TAG),
+                 _git(tsrc, "-c core.editor=true rebase --continue")),
+              then, undo)
     res = subproc.git(["rebase", "-q", "-i", "--autosquash", BASE_TAG],
                       cwd=tsrc, env={"GIT_SEQUENCE_EDITOR": "true",
                                      "GIT_EDITOR": "true"}, check=False)
     if res.returncode != 0:
         _stop(tm, tsrc, what, "rebase", res,
-              "-c core.editor=true rebase --continue", then)
+              _git(tsrc, "-c core.editor=true rebase --continue"), then,
+              undo)
     return said
 
 
@@ -279,7 +291,7 @@ def _carry_to(tm, tout, src, entry, commit, old, since, report,
         res = subproc.git(["cherry-pick", commit], cwd=tsrc, check=False)
         if res.returncode != 0:
             _stop(tm, tsrc, what, "cherry-pick", res,
-                  "cherry-pick --continue --no-edit",
+                  _git(tsrc, "cherry-pick --continue --no-edit"),
                   "%s (it gives the new patch its deps.json fields and "
                   "goes on)" % again.to(again.bases))
         done = "a new patch on its series"
