@@ -96,14 +96,12 @@ class RebaseTest(RebaseWorld):
         self.assertEqual([e["file"] for e in deps["series"]],
                          ["0001-core-line5.patch", "0002-core-line30.patch",
                           "0003-timer-b.patch"])
-        for said in ("0001-core-line5.patch: changed by the merge: read "
-                     "`git diff --no-index ",
-                     "/patches/%s/0001-core-line5.patch " % self.base,
-                     "/patches/v0.0.2/0001-core-line5.patch`; if it is wrong, "
-                     "mend it in ",
-                     "/out/v0.0.2/src and `scripts/uvpatch refresh --base "
-                     "v0.0.2`"):
-            self.assertIn(said, res.stdout)
+        self.assertIn("0001-core-line5.patch: changed by the merge, as "
+                      "below; if it is wrong, mend it in ", res.stdout)
+        self.assertIn("/out/v0.0.2/src and `scripts/uvpatch refresh --base "
+                      "v0.0.2`\n    --- 0001-core-line5.patch\n", res.stdout)
+        self.assertIn("\n    - int line7 = 7;\n    + int line7 = 7; /* "
+                      "upstream */\n", res.stdout)
         self.assertIn("0002-core-line30.patch: same change, moved",
                       res.stdout)
         self.assertIn("0003-timer-b.patch: unchanged", res.stdout)
@@ -220,8 +218,29 @@ class RebaseTest(RebaseWorld):
                          [self.base])
         text = read(self.patches, "0003-timer-b.patch")
         self.assertIn("diff --git a/src/timers.c b/src/timers.c", text)
+        # The file is rewritten in place: the line shows what it was.
         self.assertIn("0003-timer-b.patch: changed by the merge", res.stdout)
+        for line in ("-diff --git a/src/timer.c b/src/timer.c",
+                     "+diff --git a/src/timers.c b/src/timers.c"):
+            self.assertIn("\n    %s\n" % line, res.stdout)
         self.assertConsistent()
+
+    def test_a_kept_tree_is_not_where_to_mend(self):
+        new = self.upstream_commit({"src/core.c": CORE.replace(
+            "int line5 = 5;", "int line5 = 7;")}, "core: line5 is 7")
+        self.assertFails(self.tool("rebase", "--onto", new, "--name",
+                                   self.base), "does not apply")
+        work = os.path.join(self.out, "rebase")
+        # Meanwhile, work of the user's own in out/<base>/src.
+        write(os.path.join(self.out, self.base, "src", "README.md"), "mine\n")
+        write(os.path.join(work, "src", "core.c"),
+              CORE.replace("int line5 = 5;", "int line5 = 70;"))
+        git(["add", "-A"], work)
+        res = self.tool("rebase", "--continue")
+        self.assertOk(res)
+        self.assertIn("has work of its own: kept", res.stderr + res.stdout)
+        self.assertIn("0001-core-line5.patch: changed by the merge, as "
+                      "below\n", res.stdout)
 
     def test_patch_already_upstream_is_dropped(self):
         self.upstream_commit({"src/core.c": CORE.replace(

@@ -1,9 +1,10 @@
 """The end of a rebase: the series refreshed against the new base from
 the merged commits, deps.json rewritten, out/rebase moved to
 out/<base>/src, and a line per patch saying what became of it
-(unchanged, moved, changed by the merge: the diff to read, dropped).
+(unchanged, moved, changed by the merge, with the change, dropped).
 """
 
+import difflib
 import json
 import os
 import re
@@ -39,14 +40,15 @@ def finish(manifest, out, work, state):
     os.unlink(os.path.join(work, ".git", STATE))
 
     src = os.path.join(out, target.name, "src")
-    if os.path.isdir(src) and local_changes(src, read_state(src)):
+    kept = os.path.isdir(src) and local_changes(src, read_state(src))
+    if kept:
         console.note("%s has work of its own: kept; the rebased tree is "
                      "in %s" % (console.shown(src), console.shown(work)))
     else:
         # A new base has no folder in out/ yet.
         os.makedirs(os.path.dirname(src), exist_ok=True)
         replace_dir(work, src)
-    _report(manifest, target, state, before, src)
+    _report(manifest, target, state, before, None if kept else src)
     return changed, removed
 
 
@@ -68,6 +70,8 @@ def _essence(text):
 
 
 def _report(manifest, target, state, before, src):
+    """Says what became of each patch; ``src`` is where a changed one is
+    mended, None when the rebased tree could not go there."""
     old_up, new_up = manifest.upstream, state["onto"]["upstream"]
     print("base %s: upstream %s (%s) -> base %s: %s (%s)" % (
         manifest.name, old_up["tag"], old_up["commit"][:12], target.name,
@@ -93,13 +97,15 @@ def _report(manifest, target, state, before, src):
         elif _essence(text) == _essence(before[old]):
             how = "same change, moved (line numbers or blob ids)"
         else:
-            how = ("changed by the merge: read `git diff --no-index %s %s`; "
-                   "if it is wrong, mend it in %s and `scripts/uvpatch "
-                   "refresh --base %s`" % (
-                       console.shown(manifest.patch_path({"file": old})),
-                       console.shown(os.path.join(target.patch_dir, new)),
-                       console.shown(src),
-                       target.name))
+            how = "changed by the merge, as below"
+            if src:
+                how += "; if it is wrong, mend it in %s and `scripts/" \
+                       "uvpatch refresh --base %s`" % (console.shown(src),
+                                                       target.name)
+            # The patch file may be rewritten in place: show the change.
+            how += "".join("\n    " + line for line in difflib.unified_diff(
+                _essence(before[old]).split("\n"),
+                _essence(text).split("\n"), old, new, lineterm="", n=1))
         print("%s%s: %s" % (old, " -> " + new if new != old else "", how),
               flush=True)
     for note in state["notes"]:
