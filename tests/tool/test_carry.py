@@ -8,6 +8,8 @@ import subprocess
 from fixture import World, git, UPSTREAM_FILES
 
 CORE = UPSTREAM_FILES["src/core.c"]
+# A second base's upstream, moved from the first's away from line5.
+DRIFT = CORE.replace("int line30 = 30;", "int line30 = 31;")
 
 
 def as_hint(args, cwd):
@@ -53,6 +55,11 @@ class CarryWorld(World):
                              patch_edits, subject=subject, purpose="tests")
         data["series"][0]["proof"] = PROOF
         self.save_deps()
+
+    def drifted_base(self, line5, subject):
+        """A second base on DRIFT, its patch setting line5."""
+        self.second_base(DRIFT, {"src/core.c": DRIFT.replace(
+            "int line5 = 5;", "int line5 = %s;" % line5)}, subject)
 
     def commit_checkout(self):
         """The checkout's git holds the series as they are."""
@@ -149,10 +156,7 @@ class CarryNewPatchTest(CarryWorld):
     def test_a_conflict_on_the_default_base_names_it(self):
         # Every command of the hint names its base, the default one too.
         self.own_patch()
-        drift = CORE.replace("int line30 = 30;", "int line30 = 31;")
-        self.second_base(drift, {"src/core.c": drift.replace(
-            "int line5 = 5;", "int line5 = 7;")},
-            message("core: set line5 to seven"))
+        self.drifted_base(7, message("core: set line5 to seven"))
         res = self.tool("carry", "--base", "v0.0.2", "--patch", "1")
         self.assertFails(res, "to v0.0.1: conflict in src/core.c",
                          "then `scripts/uvpatch refresh --base v0.0.1` and "
@@ -181,9 +185,7 @@ class CarryNewPatchTest(CarryWorld):
 
     def test_a_bare_entry_keeps_a_summary_of_its_own(self):
         self.own_patch()
-        drift = CORE.replace("int line30 = 30;", "int line30 = 31;")
-        self.second_base(drift, {"src/core.c": drift.replace(
-            "int line5 = 5;", "int line5 = 50;")}, message("core: set line5"))
+        self.drifted_base(50, message("core: set line5"))
         entry = self.extra[0]["series"][0]
         del entry["proof"]
         entry["summary"] = "line5 is fifty here too"
@@ -198,10 +200,7 @@ class CarryNewPatchTest(CarryWorld):
 
     def test_a_change_the_series_has_is_refused_cleanly(self):
         self.own_patch()
-        drift = CORE.replace("int line30 = 30;", "int line30 = 31;")
-        self.second_base(drift, {"src/core.c": drift.replace(
-            "int line5 = 5;", "int line5 = 50;")},
-            message("core: make line5 fifty"))
+        self.drifted_base(50, message("core: make line5 fifty"))
         res = self.tool("carry", "--patch", "1")
         self.assertFails(res, "carrying 0001-core-set-line5.patch to "
                          "v0.0.2: git cherry-pick failed",
@@ -224,13 +223,8 @@ class CarryChangeTest(CarryWorld):
     def setUp(self):
         super().setUp()
         self.own_patch()
-        self.second_base(CORE.replace("int line30 = 30;",
-                                      "int line30 = 31;"),
-                         {"src/core.c": CORE.replace(
-                             "int line30 = 30;", "int line30 = 31;").replace(
-                             "int line5 = 5;", "int line5 = 50;")},
-                         message("core: set line5",
-                                 "It broke on this base too.\n\nFix it."))
+        self.drifted_base(50, message(
+            "core: set line5", "It broke on this base too.\n\nFix it."))
         self.commit_checkout()
         self.assertOk(self.tool("apply"))
         self.src = os.path.join(self.work, "src")
@@ -290,9 +284,7 @@ class CarryChangeConflictTest(CarryWorld):
 
     def test_a_conflict_names_the_steps_that_finish_it(self):
         self.own_patch()
-        drift = CORE.replace("int line30 = 30;", "int line30 = 31;")
-        self.second_base(drift, {"src/core.c": drift.replace(
-            "int line5 = 5;", "int line5 = 51;")}, message("core: set line5"))
+        self.drifted_base(51, message("core: set line5"))
         third = self.add_base("v0.0.3", {"src/timer.c": "int timer_a = 9;\n"},
                               {"src/core.c": CORE.replace(
                                   "int line5 = 5;", "int line5 = 50;")},
@@ -313,7 +305,7 @@ class CarryChangeConflictTest(CarryWorld):
                          "`scripts/uvpatch carry --base v0.0.1 --patch 1 "
                          "--to v0.0.3`. "
                          "To drop")
-        other = self.resolve("v0.0.2", drift.replace("int line5 = 5;",
+        other = self.resolve("v0.0.2", DRIFT.replace("int line5 = 5;",
                                                      "int line5 = 55;"))
         as_hint(["-c", "sequence.editor=true", "rebase", "-q", "-i",
                  "--autosquash", "uvpatch-base"], other)
