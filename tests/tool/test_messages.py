@@ -21,9 +21,9 @@ class WorkFolderHintTest(World):
         self.make_three_patches()
         self.add_base("v0.0.2", {"src/core.c": "int second;\n"},
                       {"src/core.c": "int second_patched;\n"})
-        # The default base's commands name it too.
-        for base, option in ((self.base, " --base " + self.base),
-                             ("v0.0.2", " --base v0.0.2")):
+        for base in (self.base, "v0.0.2"):
+            # The default base's commands name it too.
+            option = " --base " + base
             args = ("--base", base) if base != self.base else ()
             self.assertOk(self.tool("apply", *args))
             src = os.path.join(self.out, base, "src")

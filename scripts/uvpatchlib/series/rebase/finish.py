@@ -92,20 +92,21 @@ def _report(manifest, target, state, before, src):
             continue
         new = new_of[old]
         text = _read(os.path.join(target.patch_dir, new))
+        was, now = _essence(before[old]), _essence(text)
         if text == before[old]:
             how = "unchanged"
-        elif _essence(text) == _essence(before[old]):
+        elif now == was:
             how = "same change, moved (line numbers or blob ids)"
         else:
             how = "changed by the merge, as below"
             if src:
                 how += "; if it is wrong, mend it in %s and `scripts/" \
-                       "uvpatch refresh --base %s`" % (console.shown(src),
-                                                       target.name)
+                       "uvpatch refresh%s`" % (console.shown(src),
+                                               target.base_option)
             # The patch file may be rewritten in place: show the change.
             how += "".join("\n    " + line for line in difflib.unified_diff(
-                _essence(before[old]).split("\n"),
-                _essence(text).split("\n"), old, new, lineterm="", n=1))
+                was.split("\n"), now.split("\n"), old, new, lineterm="",
+                n=1))
         print("%s%s: %s" % (old, " -> " + new if new != old else "", how),
               flush=True)
     for note in state["notes"]:
