@@ -336,3 +336,67 @@ class LibuvRecordTest(unittest.TestCase):
         self.run_suite(everything=True)
         ran, _, _ = self.run_suite(everything=True)
         self.assertEqual(len(ran), 4)
+
+
+# A stand-in for wine: it fails as Wine does when it cannot start a
+# program, for as many runs as the count in the file beside it, then runs
+# the program.
+FAKE_WINE = r"""#!/bin/sh
+left=$(cat "$0.fails")
+if [ "$left" -gt 0 ]; then
+  echo $((left - 1)) > "$0.fails"
+  echo "0024:err:virtual:virtual_alloc_first_teb wine: failed to map" \
+       "the shared user data: c0000018" >&2
+  exit 1
+fi
+exec "$@"
+"""
+
+
+class WineStartTest(unittest.TestCase):
+    def setUp(self):
+        from uvpatchlib.verify.runner import Runner
+        self.tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.tmp)
+        self.wine = os.path.join(self.tmp, "wine")
+        write(self.wine, FAKE_WINE)
+        self.program = os.path.join(self.tmp, "prog")
+        write(self.program, '#!/bin/sh\necho "ok $1"\n')
+        for path in (self.wine, self.program):
+            os.chmod(path, 0o755)
+        self.runner = Runner("linux")
+        self.runner.wine = self.wine
+        self.runner.prefix = []
+
+    def run_case(self, fails, program=None):
+        write(self.wine + ".fails", "%d\n" % fails)
+        variant = FakeVariant()
+        variant.program = lambda name: program or self.program
+        with contextlib.redirect_stderr(io.StringIO()) as said:
+            result = regress.run_case(self.runner, variant, "prog", "case")
+        return result, said.getvalue()
+
+    def test_a_program_wine_did_not_start_runs_again(self):
+        result, said = self.run_case(1)
+        self.assertEqual(result, ("PASS", ""))
+        self.assertIn("Wine did not start %s case (failed to map the shared "
+                      "user data): ran it again" % self.program, said)
+
+    def test_wine_gives_up_after_three_starts(self):
+        (status, why), said = self.run_case(3)
+        self.assertEqual(status, "FAIL")
+        self.assertIn("exit status 1, no result line; 0024:err:virtual", why)
+        self.assertEqual(said.count("ran it again"), 2)
+        self.assertIn("gave up", said)
+
+    def test_an_exit_of_the_program_is_not_run_again(self):
+        program = os.path.join(self.tmp, "fails")
+        write(program, "#!/bin/sh\necho 'not ok case: 40'\nexit 1\n")
+        os.chmod(program, 0o755)
+        result, said = self.run_case(0, program)
+        self.assertEqual(result, ("FAIL", "40"))
+        self.assertEqual(said, "")
+
+    def test_wine_shows_its_start_errors(self):
+        from uvpatchlib.verify import runner
+        self.assertIn("err+virtual", runner.WINE_DEBUG)
