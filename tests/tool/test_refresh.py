@@ -1,5 +1,7 @@
 import json
 import os
+import re
+import shlex
 import subprocess
 import sys
 
@@ -220,6 +222,46 @@ class RefreshMidwayTest(World):
                              text=True)
         self.assertNotEqual(res.returncode, 0)
         self.refused("in the middle of a rebase or am")
+
+    def finish_as_hinted(self, what, *args, ours=1):
+        """Stops git ``args`` on a conflict and settles it as the user
+        would. Refresh refuses the tree; its hint's first command, run
+        where any editor git opened would fail (no terminal), finishes
+        the operation."""
+        top = git(["rev-parse", "HEAD"], self.src).stdout.strip()
+        timer = os.path.join(self.src, "src", "timer.c")
+        git(["checkout", "-q", "-b", "side"], self.src)
+        write(timer, "int side;\n")
+        git(["commit", "-q", "-a", "-m", "timer: side"], self.src)
+        git(["checkout", "-q", "series"], self.src)
+        for n in range(ours):
+            write(timer, "int ours%d;\n" % n)
+            git(["commit", "-q", "-a", "-m", "timer: ours %d" % n], self.src)
+        self.assertNotEqual(git(list(args), self.src, check=False)
+                            .returncode, 0)
+        write(timer, "int settled;\n")
+        git(["add", "-A"], self.src)
+        res = self.tool("refresh")
+        self.assertFails(res, "in the middle of " + what)
+        command = re.search(r"finish it \(`git ([^`]*)`", res.stderr)
+        env = dict(os.environ, EDITOR="false", VISUAL="false", **GIT_ENV)
+        env.pop("GIT_EDITOR", None)
+        done = subprocess.run(["git"] + shlex.split(command.group(1)),
+                              env=env, stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertNotIn("in the middle of", self.tool("refresh").stderr)
+        git(["checkout", "-q", "series"], self.src)
+        git(["reset", "-q", "--hard", top], self.src)
+        git(["branch", "-q", "-D", "side"], self.src)
+
+    def test_each_stop_finishes_as_the_hint_says(self):
+        self.finish_as_hinted("a cherry-pick", "cherry-pick", "side")
+        self.finish_as_hinted("a revert", "revert", "--no-edit", "HEAD~1",
+                              ours=2)
+        self.finish_as_hinted("a rebase", "rebase", "side")
+        self.finish_as_hinted("a merge", "merge", "--no-edit", "side")
 
     def test_dropped_proof_refused_then_told(self):
         git(["reset", "-q", "--hard", "HEAD~1"], self.src)

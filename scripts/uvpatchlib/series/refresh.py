@@ -244,13 +244,18 @@ def _check_applied(manifest, state, shown):
 
 
 # What git leaves in .git while an operation is stopped halfway, and
-# how to finish it.
-_MIDWAY = (("rebase-merge", "a rebase", "rebase --continue"),
-           ("rebase-apply", "a rebase or am", "rebase --continue (or am "
-            "--continue)"),
-           ("CHERRY_PICK_HEAD", "a cherry-pick", "cherry-pick --continue"),
-           ("REVERT_HEAD", "a revert", "revert --continue"),
-           ("MERGE_HEAD", "a merge", "merge --continue"))
+# how to finish it with git's editor shut, as the user may have no
+# terminal.
+_MIDWAY = (("rebase-merge", "a rebase",
+            ("-c core.editor=true rebase --continue",)),
+           ("rebase-apply", "a rebase or am",
+            ("-c core.editor=true rebase --continue", "am --continue")),
+           ("CHERRY_PICK_HEAD", "a cherry-pick",
+            ("cherry-pick --continue --no-edit",)),
+           ("REVERT_HEAD", "a revert",
+            ("-c core.editor=true revert --continue",)),
+           ("MERGE_HEAD", "a merge",
+            ("-c core.editor=true merge --continue",)))
 
 
 def _check_settled(src, shown):
@@ -262,8 +267,9 @@ def _check_settled(src, shown):
             raise UvPatchError(
                 "%s is in the middle of %s: its HEAD is not the whole "
                 "series" % (shown, what),
-                hint="finish it (git -C %s %s) or abort it (--abort), "
-                     "then refresh" % (shown, how), status=EXIT_STATE)
+                hint="finish it (%s) or abort it (--abort), then refresh"
+                     % " or ".join("`git -C %s %s`" % (shown, h)
+                                   for h in how), status=EXIT_STATE)
     if subproc.git(["symbolic-ref", "-q", "HEAD"], cwd=src,
                    check=False).returncode != 0:
         raise UvPatchError(
