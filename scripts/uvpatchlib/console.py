@@ -29,6 +29,12 @@ def shown(path):
     return path if rel == ".." or rel.startswith(".." + os.sep) else rel
 
 
+def git_hint(path, args):
+    """A git command run in ``path``, as a hint names it, to be pasted
+    into a shell: ``git -C out/v1.x/src rebase --continue``."""
+    return "`git -C %s %s`" % (shlex.quote(shown(path)), args)
+
+
 def show_command(cmd, cwd=None):
     """With -v, a command about to run: ``+ git fetch ... (in DIR)``."""
     if VERBOSE:

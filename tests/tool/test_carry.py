@@ -4,6 +4,7 @@ stops with the files and what to run."""
 
 import os
 import subprocess
+import unittest
 
 from fixture import GIT_ENV, World, git, UPSTREAM_FILES
 
@@ -313,3 +314,10 @@ class CarryChangeConflictTest(CarryWorld):
         entry, text = self.patch_text("v0.0.2", 1)
         self.assertEqual(len(self.base_now("v0.0.2")["series"]), 1)
         self.assertIn("+int line5 = 55;", text)
+
+
+class GitHintTest(unittest.TestCase):
+    def test_a_path_with_a_space_is_quoted(self):
+        from uvpatchlib.console import git_hint
+        self.assertEqual(git_hint("/nowhere/new user/src", "am --continue"),
+                         "`git -C '/nowhere/new user/src' am --continue`")

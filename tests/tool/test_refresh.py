@@ -1,7 +1,6 @@
 import json
 import os
 import re
-import shlex
 import subprocess
 import sys
 
@@ -174,6 +173,8 @@ class RefreshMidwayTest(World):
 
     def setUp(self):
         super().setUp()
+        # A hint's commands must survive a space in the path they name.
+        self.out = os.path.join(self.tmp, "new user", "out")
         self.make_three_patches()
         self.deps["series"][2]["proof"] = [
             {"target": "linux", "cases": ["timer_b/is_twenty"]}]
@@ -221,13 +222,13 @@ class RefreshMidwayTest(World):
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True)
         self.assertNotEqual(res.returncode, 0)
-        self.refused("in the middle of a rebase or am")
+        self.refused("in the middle of an am", "am --continue`")
 
     def finish_as_hinted(self, what, *args, ours=1):
-        """Stops git ``args`` on a conflict and settles it as the user
-        would. Refresh refuses the tree; its hint's first command, run
-        where any editor git opened would fail (no terminal), finishes
-        the operation."""
+        """Stops git ``args`` on a conflict with branch side (fed its
+        commit as a mail when ``args`` is an am) and settles it as the
+        user would. Refresh refuses the tree; the first command of its
+        hint finishes the operation."""
         top = git(["rev-parse", "HEAD"], self.src).stdout.strip()
         timer = os.path.join(self.src, "src", "timer.c")
         git(["checkout", "-q", "-b", "side"], self.src)
@@ -237,17 +238,25 @@ class RefreshMidwayTest(World):
         for n in range(ours):
             write(timer, "int ours%d;\n" % n)
             git(["commit", "-q", "-a", "-m", "timer: ours %d" % n], self.src)
-        self.assertNotEqual(git(list(args), self.src, check=False)
-                            .returncode, 0)
+        mail = git(["format-patch", "-1", "--stdout", "side"],
+                   self.src).stdout
+        stopped = subprocess.run(["git"] + list(args), cwd=self.src,
+                                 input=mail, env=dict(os.environ, **GIT_ENV),
+                                 stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
+        self.assertNotEqual(stopped.returncode, 0)
         write(timer, "int settled;\n")
         git(["add", "-A"], self.src)
         res = self.tool("refresh")
-        self.assertFails(res, "in the middle of " + what)
-        command = re.search(r"finish it \(`git ([^`]*)`", res.stderr)
+        self.assertFails(res, "in the middle of " + what,
+                         "--abort`), then refresh")
+        # The hint's first command, pasted into a shell where any editor
+        # git opened would fail (no terminal).
+        command = re.search(r"finish it \(`([^`]*)`", res.stderr).group(1)
         env = dict(os.environ, EDITOR="false", VISUAL="false", **GIT_ENV)
         env.pop("GIT_EDITOR", None)
-        done = subprocess.run(["git"] + shlex.split(command.group(1)),
-                              env=env, stdin=subprocess.DEVNULL,
+        done = subprocess.run(["sh", "-c", command], env=env,
+                              stdin=subprocess.DEVNULL,
                               stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)
         self.assertEqual(done.returncode, 0, done.stderr)
@@ -262,6 +271,8 @@ class RefreshMidwayTest(World):
                               ours=2)
         self.finish_as_hinted("a rebase", "rebase", "side")
         self.finish_as_hinted("a merge", "merge", "--no-edit", "side")
+        self.finish_as_hinted("a rebase", "rebase", "--apply", "side")
+        self.finish_as_hinted("an am", "am")
 
     def test_dropped_proof_refused_then_told(self):
         git(["reset", "-q", "--hard", "HEAD~1"], self.src)

@@ -18,6 +18,7 @@ import subprocess
 import tempfile
 
 from .. import console, subproc
+from ..console import git_hint
 from ..errors import UvPatchError, EXIT_STATE, EXIT_USAGE
 from ..fsutil import Lock, write_atomic
 from .apply import BASE_TAG, apply_series, read_state
@@ -120,11 +121,6 @@ def _merge_messages(theirs_old, theirs_new, ours):
     return res.stdout.rstrip("\n") if res.returncode == 0 else None
 
 
-def _git(src, args):
-    """A git command of a hint, in ``src``."""
-    return "`git -C %s %s`" % (console.shown(src), args)
-
-
 def _stop(tm, tsrc, what, failed, res, next_step, then, undo=None):
     """Stops a carry on git ``failed``; the hint's ``next_step`` keeps
     git's editor shut, as the user may have no terminal. Short of a
@@ -180,18 +176,18 @@ def _carry_change(tm, tsrc, src, counterpart, old, new, what, then):
     if res.returncode != 0:
         _stop(tm, tsrc, what, "cherry-pick", res,
               "%s and %s (on its conflict the same, then %s)"
-              % (_git(tsrc, "cherry-pick --continue --no-edit"),
-                 _git(tsrc, "-c sequence.editor=true rebase -i "
-                      "--autosquash " + BASE_TAG),
-                 _git(tsrc, "-c core.editor=true rebase --continue")),
+              % (git_hint(tsrc, "cherry-pick --continue --no-edit"),
+                 git_hint(tsrc, "-c sequence.editor=true rebase -i "
+                          "--autosquash " + BASE_TAG),
+                 git_hint(tsrc, "-c core.editor=true rebase --continue")),
               then, undo)
     res = subproc.git(["rebase", "-q", "-i", "--autosquash", BASE_TAG],
                       cwd=tsrc, env={"GIT_SEQUENCE_EDITOR": "true",
                                      "GIT_EDITOR": "true"}, check=False)
     if res.returncode != 0:
         _stop(tm, tsrc, what, "rebase", res,
-              _git(tsrc, "-c core.editor=true rebase --continue"), then,
-              undo)
+              git_hint(tsrc, "-c core.editor=true rebase --continue"),
+              then, undo)
     return said
 
 
@@ -291,7 +287,7 @@ def _carry_to(tm, tout, src, entry, commit, old, since, report,
         res = subproc.git(["cherry-pick", commit], cwd=tsrc, check=False)
         if res.returncode != 0:
             _stop(tm, tsrc, what, "cherry-pick", res,
-                  _git(tsrc, "cherry-pick --continue --no-edit"),
+                  git_hint(tsrc, "cherry-pick --continue --no-edit"),
                   "%s (it gives the new patch its deps.json fields and "
                   "goes on)" % again.to(again.bases))
         done = "a new patch on its series"

@@ -244,18 +244,17 @@ def _check_applied(manifest, state, shown):
 
 
 # What git leaves in .git while an operation is stopped halfway, and
-# how to finish it with git's editor shut, as the user may have no
-# terminal.
+# the command that finishes it with git's editor shut (core.editor), as
+# the user may have no terminal. A rebase by "git am" marks its own.
 _MIDWAY = (("rebase-merge", "a rebase",
-            ("-c core.editor=true rebase --continue",)),
-           ("rebase-apply", "a rebase or am",
-            ("-c core.editor=true rebase --continue", "am --continue")),
+            "-c core.editor=true rebase --continue"),
+           ("rebase-apply/rebasing", "a rebase",
+            "-c core.editor=true rebase --continue"),
+           ("rebase-apply", "an am", "am --continue"),
            ("CHERRY_PICK_HEAD", "a cherry-pick",
-            ("cherry-pick --continue --no-edit",)),
-           ("REVERT_HEAD", "a revert",
-            ("-c core.editor=true revert --continue",)),
-           ("MERGE_HEAD", "a merge",
-            ("-c core.editor=true merge --continue",)))
+            "cherry-pick --continue --no-edit"),
+           ("REVERT_HEAD", "a revert", "revert --continue --no-edit"),
+           ("MERGE_HEAD", "a merge", "-c core.editor=true merge --continue"))
 
 
 def _check_settled(src, shown):
@@ -264,23 +263,27 @@ def _check_settled(src, shown):
     to the commits before the stop."""
     for name, what, how in _MIDWAY:
         if os.path.lexists(os.path.join(src, ".git", name)):
+            words = how.split()
+            verb = words[words.index("--continue") - 1]
             raise UvPatchError(
                 "%s is in the middle of %s: its HEAD is not the whole "
                 "series" % (shown, what),
-                hint="finish it (%s) or abort it (--abort), then refresh"
-                     % " or ".join("`git -C %s %s`" % (shown, h)
-                                   for h in how), status=EXIT_STATE)
+                hint="finish it (%s) or abort it (%s), then refresh"
+                     % (console.git_hint(src, how),
+                        console.git_hint(src, verb + " --abort")),
+                status=EXIT_STATE)
     if subproc.git(["symbolic-ref", "-q", "HEAD"], cwd=src,
                    check=False).returncode != 0:
         raise UvPatchError(
             "%s has a detached HEAD: it may not be the whole series"
             % shown,
-            hint="check out the series' branch (git -C %s checkout series, "
-                 "or a branch made at HEAD with git switch -c), then "
-                 "refresh" % shown, status=EXIT_STATE)
+            hint="check out the series' branch (%s, or a branch made at "
+                 "HEAD with git switch -c), then refresh"
+                 % console.git_hint(src, "checkout series"),
+            status=EXIT_STATE)
 
 
-def _check_dropped(manifest, used, shown):
+def _check_dropped(manifest, used, src, shown):
     """Refuses to drop a patch of deps.json (and its proof cases) that no
     commit in ``shown`` carries on, unless told to."""
     gone = [e for e in manifest.series if id(e) not in used]
@@ -293,9 +296,10 @@ def _check_dropped(manifest, used, shown):
         "refresh would drop %d patch(es) that %s no longer has: %s"
         % (len(gone), shown, "; ".join(names)),
         hint="to drop them, run `scripts/uvpatch refresh%s --drop`; to keep "
-             "them, put their commits back (git -C %s reflog), or start "
-             "again from patches/ with `scripts/uvpatch apply%s --discard`"
-             % (manifest.base_option, shown, manifest.base_option),
+             "them, put their commits back (%s), or start again from "
+             "patches/ with `scripts/uvpatch apply%s --discard`"
+             % (manifest.base_option, console.git_hint(src, "reflog"),
+                manifest.base_option),
         status=EXIT_STATE)
 
 
@@ -304,10 +308,10 @@ def _check_round_trip(src, base, head, tmp, names, commits, shown):
     not take back: an empty commit, a file name git quotes, whitespace
     damage; applied to the base in an index of its own, the patches must
     give HEAD's tree."""
-    hint = ("fix the commit in %s (git -C %s rebase -i uvpatch-base: drop "
-            "an empty commit, give a file an ASCII name, remove trailing "
-            "white space), then refresh; nothing was written"
-            % (shown, shown))
+    hint = ("fix the commit in %s (%s: drop an empty commit, give a file "
+            "an ASCII name, remove trailing white space), then refresh; "
+            "nothing was written"
+            % (shown, console.git_hint(src, "rebase -i " + BASE_TAG)))
     if len(names) != len(commits):
         raise UvPatchError(
             "git format-patch wrote %d patches for the %d commits in %s "
@@ -358,8 +362,9 @@ def refresh(manifest, out, src=None, priors=None, drop=False):
     if dirty:
         raise UvPatchError("%s has uncommitted edits:\n  " % shown
                            + "\n  ".join(dirty.splitlines()[:10]),
-                           hint="commit them (git -C %s commit --amend, "
-                                "or a new commit), then refresh" % shown,
+                           hint="commit them (%s, or a new commit), then "
+                                "refresh"
+                                % console.git_hint(src, "commit --amend"),
                            status=EXIT_STATE)
     base = subproc.git_out(["rev-parse", BASE_TAG], cwd=src)
     head = subproc.git_out(["rev-parse", "HEAD"], cwd=src)
@@ -368,8 +373,9 @@ def refresh(manifest, out, src=None, priors=None, drop=False):
     if merges:
         raise UvPatchError("%s has merge commits: a series is linear"
                            % shown,
-                           hint="rebase them away (git -C %s rebase -i "
-                                "uvpatch-base)" % shown, status=EXIT_STATE)
+                           hint="rebase them away (%s)" % console.git_hint(
+                               src, "rebase -i " + BASE_TAG),
+                           status=EXIT_STATE)
     patches_dir = manifest.patch_dir
     os.makedirs(patches_dir, exist_ok=True)
     old_by_index = list(manifest.series)
@@ -416,7 +422,7 @@ def refresh(manifest, out, src=None, priors=None, drop=False):
                 changed.append(name)
             series.append(entry)
         if own and not drop:
-            _check_dropped(manifest, used, shown)
+            _check_dropped(manifest, used, src, shown)
         data = json.loads(json.dumps(manifest.data))
         data["series"] = series
         # Every other patch in the folder goes: when rebase makes an
