@@ -7,6 +7,7 @@ import os
 import shutil
 import tempfile
 import unittest
+from unittest import mock
 
 import fixture  # noqa: F401  (puts scripts/ on sys.path)
 from fixture import write
@@ -379,14 +380,15 @@ class WineStartTest(unittest.TestCase):
     def test_a_program_wine_did_not_start_runs_again(self):
         result, said = self.run_case(1)
         self.assertEqual(result, ("PASS", ""))
-        self.assertIn("Wine did not start %s case (failed to map the shared "
-                      "user data): ran it again" % self.program, said)
+        self.assertIn("Wine did not start %s case or a process it started "
+                      "(failed to map the shared user data): running it "
+                      "again" % self.program, said)
 
     def test_wine_gives_up_after_three_starts(self):
         (status, why), said = self.run_case(3)
         self.assertEqual(status, "FAIL")
         self.assertIn("exit status 1, no result line; 0024:err:virtual", why)
-        self.assertEqual(said.count("ran it again"), 2)
+        self.assertEqual(said.count("running it again"), 2)
         self.assertIn("gave up", said)
 
     def test_an_exit_of_the_program_is_not_run_again(self):
@@ -399,4 +401,8 @@ class WineStartTest(unittest.TestCase):
 
     def test_wine_shows_its_start_errors(self):
         from uvpatchlib.verify import runner
-        self.assertIn("err+virtual", runner.WINE_DEBUG)
+        with mock.patch.object(runner, "cross_windows", lambda: True), \
+                mock.patch.object(runner.shutil, "which",
+                                  lambda name: "/usr/bin/" + name):
+            env = runner.Runner("windows").env
+        self.assertEqual(env["WINEDEBUG"], "-all,err+virtual")

@@ -56,8 +56,8 @@ def run_case(runner, variant, program, case, notes=None):
     return "FAIL", why
 
 
-# Wine's own error channel, which the runs keep quiet: some programs
-# print harmless errors of it in every run.
+# All of Wine's error channels; the runs show only one (runner.py), as
+# some programs print harmless errors of the others in every run.
 WINE_ERRORS = {"WINEDEBUG": "-all,err+all"}
 
 

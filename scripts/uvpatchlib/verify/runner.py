@@ -24,11 +24,12 @@ CASE_TIMEOUT = 60
 # a socket flood): the cases report a missed timing bound instead of
 # failing on it (tests/regress/harness.h).
 TIMING_REPORT = {"UVPATCH_TIMING": "report"}
-# Now and then Wine cannot start a program: the fixed address of its
+# Now and then Wine cannot start a process: the fixed address of its
 # shared user data is already taken in the randomized address space
-# (STATUS_CONFLICTING_ADDRESSES), and it exits 1 before main. Seen once
-# in 12,750 runs here. Its error on the "virtual" channel, which the runs
-# show, tells this apart from an exit of the program's own.
+# (STATUS_CONFLICTING_ADDRESSES), and it exits 1 before main. Its error
+# on the "virtual" channel, which the runs show, tells this apart from
+# an exit of the program's own. A process the program starts (libuv's
+# runner starts each test so) writes to the same stderr.
 WINE_DEBUG = "-all,err+virtual"
 WINE_NOT_STARTED = "failed to map the shared user data"
 WINE_STARTS = 3
@@ -162,10 +163,13 @@ class Runner:
             status, out, err = self._run_once(exe, args, cwd, timeout, env)
             if not (self.wine and status and WINE_NOT_STARTED in err):
                 break
-            # A program that never reached main has no verdict to hide.
-            console.note("Wine did not start %s (%s): %s" % (
-                shlex.join([exe] + list(args)), WINE_NOT_STARTED,
-                "ran it again" if start + 1 < WINE_STARTS else "gave up"))
+            # Its verdict is Wine's, not the program's.
+            console.note("Wine did not start %s or a process it started "
+                         "(%s): %s" % (
+                             shlex.join([exe] + list(args)),
+                             WINE_NOT_STARTED,
+                             "running it again" if start + 1 < WINE_STARTS
+                             else "gave up"))
         return status, out, err
 
     def _run_once(self, exe, args, cwd, timeout, env):
