@@ -252,8 +252,9 @@ _MIDWAY = (("rebase-merge", "a rebase",
             "-c core.editor=true rebase --continue"),
            ("rebase-apply", "an am", "am --continue"),
            ("CHERRY_PICK_HEAD", "a cherry-pick",
-            "cherry-pick --continue --no-edit"),
-           ("REVERT_HEAD", "a revert", "revert --continue --no-edit"),
+            "-c core.editor=true cherry-pick --continue"),
+           ("REVERT_HEAD", "a revert",
+            "-c core.editor=true revert --continue"),
            ("MERGE_HEAD", "a merge", "-c core.editor=true merge --continue"))
 
 
