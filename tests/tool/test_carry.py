@@ -321,3 +321,12 @@ class GitHintTest(unittest.TestCase):
         from uvpatchlib.console import git_hint
         self.assertEqual(git_hint("/nowhere/new user/src", "am --continue"),
                          "`git -C '/nowhere/new user/src' am --continue`")
+
+    def test_a_revision_with_a_space_is_quoted(self):
+        from types import SimpleNamespace
+        from uvpatchlib.series.carry import _Again
+        again = _Again(SimpleNamespace(base_option=" --base v1.x"), 7,
+                       "HEAD@{1 day ago}", ["v1.50.0"])
+        self.assertEqual(again.to(["v1.50.0"]),
+                         "`scripts/uvpatch carry --base v1.x --patch 8 "
+                         "--since 'HEAD@{1 day ago}' --to v1.50.0`")

@@ -14,6 +14,7 @@ Each series touched is refreshed and checked.
 
 import json
 import os
+import shlex
 import subprocess
 import tempfile
 
@@ -233,7 +234,7 @@ class _Again:
         self.command = "scripts/uvpatch carry%s --patch %d" % (
             manifest.base_option, index + 1)
         if since != "HEAD":
-            self.command += " --since " + since
+            self.command += " --since " + shlex.quote(since)
         self.bases = bases
 
     def to(self, bases):
