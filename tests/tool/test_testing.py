@@ -402,6 +402,8 @@ class WineStartTest(unittest.TestCase):
     def test_wine_shows_its_start_errors(self):
         from uvpatchlib.verify import runner
         with mock.patch.object(runner, "cross_windows", lambda: True), \
+                mock.patch.object(runner, "_netns_works", lambda: False), \
+                mock.patch.object(runner, "cache_root", lambda: self.tmp), \
                 mock.patch.object(runner.shutil, "which",
                                   lambda name: "/usr/bin/" + name):
             env = runner.Runner("windows").env

@@ -56,8 +56,8 @@ def run_case(runner, variant, program, case, notes=None):
     return "FAIL", why
 
 
-# All of Wine's error channels; the runs show only one (runner.py), as
-# some programs print harmless errors of the others in every run.
+# Wine's errors on every channel; the runs show only one (runner.py),
+# as some programs print harmless errors of the others in every run.
 WINE_ERRORS = {"WINEDEBUG": "-all,err+all"}
 
 
