@@ -31,7 +31,7 @@ class WorkFolderHintTest(World):
                 f.write("int edit;\n")
             res = self.tool("refresh", *args)
             self.assertFails(res, "error: %s has uncommitted edits" % src,
-                             "hint: commit them (git -C %s commit" % src)
+                             "hint: commit them (`git -C %s commit" % src)
             res = self.tool("apply", *args)
             self.assertFails(res, "error: %s has work that is not in "
                              "patches/" % src,
