@@ -41,6 +41,15 @@ def git(args, cwd, check=True):
                           text=True)
 
 
+def no_editor_env():
+    """The environment of a hint's git command as a user with no
+    terminal runs it: any editor git opened would fail."""
+    env = dict(os.environ, EDITOR="false", VISUAL="false", **GIT_ENV)
+    env.pop("GIT_EDITOR", None)
+    env.pop("GIT_SEQUENCE_EDITOR", None)
+    return env
+
+
 def shell(template, **values):
     """``template``, a sh script, with its ``{name}`` fields filled and
     quoted: a str is one word, a list or tuple its words. Paths may hold

@@ -6,7 +6,7 @@ import os
 import subprocess
 import unittest
 
-from fixture import GIT_ENV, World, git, UPSTREAM_FILES
+from fixture import World, git, no_editor_env, UPSTREAM_FILES
 
 CORE = UPSTREAM_FILES["src/core.c"]
 # A second base's upstream, moved from the first's away from line5.
@@ -16,10 +16,7 @@ DRIFT = CORE.replace("int line30 = 30;", "int line30 = 31;")
 def as_hint(args, cwd):
     """Runs git ``args`` as a hint names them, where any editor git
     opened would fail (no terminal)."""
-    env = dict(os.environ, EDITOR="false", VISUAL="false", **GIT_ENV)
-    env.pop("GIT_EDITOR", None)
-    env.pop("GIT_SEQUENCE_EDITOR", None)
-    subprocess.run(["git"] + args, cwd=cwd, env=env, check=True,
+    subprocess.run(["git"] + args, cwd=cwd, env=no_editor_env(), check=True,
                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 

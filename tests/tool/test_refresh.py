@@ -4,7 +4,8 @@ import re
 import subprocess
 import sys
 
-from fixture import GIT_ENV, REPO, World, git, write, sha256, UPSTREAM_FILES
+from fixture import (GIT_ENV, REPO, World, git, no_editor_env, write,
+                     sha256, UPSTREAM_FILES)
 
 
 class RefreshTest(World):
@@ -253,9 +254,7 @@ class RefreshMidwayTest(World):
         # The hint's first command, pasted into a shell where any editor
         # git opened would fail (no terminal).
         command = re.search(r"finish it \(`([^`]*)`", res.stderr).group(1)
-        env = dict(os.environ, EDITOR="false", VISUAL="false", **GIT_ENV)
-        env.pop("GIT_EDITOR", None)
-        done = subprocess.run(["sh", "-c", command], env=env,
+        done = subprocess.run(["sh", "-c", command], env=no_editor_env(),
                               stdin=subprocess.DEVNULL,
                               stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)
